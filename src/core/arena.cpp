@@ -1,0 +1,47 @@
+#include "core/arena.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace gpt {
+
+Arena::Arena(std::size_t initial_bytes) { chunks_.emplace_back(round_up(std::max<std::size_t>(initial_bytes, kAlignment), kAlignment)); }
+
+void* Arena::allocate_bytes(std::size_t bytes) {
+  bytes = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
+  if (offset_ + bytes > chunks_.back().size()) {
+    used_before_current_ += offset_;
+    // Grow geometrically so that a first step with many tensors makes few chunks.
+    chunks_.emplace_back(std::max(bytes, chunks_.back().size() * 2));
+    offset_ = 0;
+  }
+  std::byte* p = chunks_.back().data() + offset_;
+  offset_ += bytes;
+  high_water_ = std::max(high_water_, used_before_current_ + offset_);
+  return p;
+}
+
+float* Arena::allocate_zeroed_floats(std::size_t count) {
+  float* p = allocate_floats(count);
+  std::memset(p, 0, count * sizeof(float));
+  return p;
+}
+
+void Arena::reset() {
+  if (chunks_.size() > 1) {
+    std::size_t total = 0;
+    for (const auto& c : chunks_) total += c.size();
+    chunks_.clear();
+    chunks_.emplace_back(round_up(std::max(total, high_water_), kAlignment));
+  }
+  offset_ = 0;
+  used_before_current_ = 0;
+}
+
+std::size_t Arena::capacity_bytes() const {
+  std::size_t total = 0;
+  for (const auto& c : chunks_) total += c.size();
+  return total;
+}
+
+}  // namespace gpt

@@ -1,0 +1,24 @@
+// Single-precision matrix multiply, the one kernel that most of the time goes into.
+//   C[M,N] = op(A) op(B)          (accumulate = false)
+//   C[M,N] += op(A) op(B)         (accumulate = true)
+// op(A) is A stored [M,K] (trans_a = false) or A^T with A stored [K,M]; op(B) likewise with B
+// stored [K,N] or [N,K]. Leading dimensions are in floats. Transposes are handled while packing,
+// never materialised.
+// Results do not depend on the thread count or the code path: every C element is summed in the
+// same k order by exactly one thread, with a fused multiply-add per term, both in the AVX2+FMA
+// micro-kernel and in the portable one (std::fma), so the two paths are bit-identical.
+#pragma once
+
+#include <cstdint>
+
+namespace gpt {
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate);
+
+// Which micro-kernel gemm() uses: "avx2-fma" when the CPU has it, else "portable".
+const char* gemm_kernel_name();
+// Forces the portable micro-kernel (tests compare both paths bit for bit).
+void gemm_force_portable(bool force);
+
+}  // namespace gpt

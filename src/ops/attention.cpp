@@ -1,0 +1,131 @@
+// causal_self_attention: multi-head causal attention over a packed [B, T, 3C] q|k|v tensor,
+// one (batch, head) per parallel work item. Within a head, query rows go in blocks and each block
+// only multiplies against the keys it can see (0 .. end of block), skipping most of the masked half.
+// Saves the attention probabilities [B, H, T, T] (zero above the diagonal) for backward.
+// The same computation written with primitives (matmul, scale, causal_mask_fill, softmax, matmul)
+// is the reference it is tested against.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "ops/ops.h"
+
+namespace gpt {
+
+namespace {
+
+constexpr int64_t kRowBlock = 64;
+
+struct AttentionDims {
+  int64_t B, T, C, H, hs;
+};
+
+struct DropoutMask {
+  bool active;
+  float p, keep_scale;
+  uint64_t seed;
+  bool kept(int64_t index) const { return detail::hash_uniform(seed, index) >= p; }
+};
+
+// probs, dropped: [B, H, T, T]; `dropped` may equal `probs` when dropout is off.
+void attention_forward(const AttentionDims& d, const float* qkv, float* out, float* probs, float* dropped,
+                       const DropoutMask& mask) {
+  const int64_t C3 = 3 * d.C, T = d.T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    const int64_t b = bh / d.H, h = bh % d.H;
+    const float* q = qkv + b * T * C3 + h * d.hs;
+    const float* k = q + d.C;
+    const float* v = q + 2 * d.C;
+    float* p = probs + bh * T * T;
+    float* pd = dropped + bh * T * T;
+    for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+      gemm(false, true, rows, i1, d.hs, q + i0 * C3, C3, k, C3, p + i0 * T, T, false);  // scores, keys 0..i1
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = p + i * T;
+        float max = -INFINITY;
+        for (int64_t j = 0; j <= i; ++j) max = std::fmax(max, row[j] * scale);
+        float total = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) total += (row[j] = std::exp(row[j] * scale - max));
+        const float inv = 1.0f / total;
+        for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+        for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
+        if (mask.active) {
+          float* drow = pd + i * T;
+          const int64_t base = (bh * T + i) * T;
+          for (int64_t j = 0; j < T; ++j) drow[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
+        }
+      }
+      gemm(false, false, rows, d.hs, i1, pd + i0 * T, T, v, C3, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
+    }
+  }
+}
+
+// scratch: one T x T buffer per thread.
+void attention_backward(const AttentionDims& d, const float* qkv, const float* probs, const float* dropped,
+                        const DropoutMask& mask, const float* dout, float* dqkv, float* scratch) {
+  const int64_t C3 = 3 * d.C, T = d.T;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+#pragma omp parallel for schedule(static)
+  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+    const int64_t b = bh / d.H, h = bh % d.H;
+    float* dp = scratch + static_cast<int64_t>(omp_get_thread_num()) * T * T;
+    const float* q = qkv + b * T * C3 + h * d.hs;
+    const float* k = q + d.C;
+    const float* v = q + 2 * d.C;
+    float* dq = dqkv + b * T * C3 + h * d.hs;
+    float* dk = dq + d.C;
+    float* dv = dq + 2 * d.C;
+    const float* p = probs + bh * T * T;
+    const float* pd = dropped + bh * T * T;
+    const float* dob = dout + b * T * d.C + h * d.hs;
+    for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
+      const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+      gemm(false, true, rows, i1, d.hs, dob + i0 * d.C, d.C, v, C3, dp + i0 * T, T, false);  // d(dropped probs)
+      gemm(true, false, i1, d.hs, rows, pd + i0 * T, T, dob + i0 * d.C, d.C, dv, C3, true);   // dv
+      for (int64_t i = i0; i < i1; ++i) {
+        float* row = dp + i * T;
+        const float* prow = p + i * T;
+        if (mask.active) {
+          const int64_t base = (bh * T + i) * T;
+          for (int64_t j = 0; j <= i; ++j) row[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
+        }
+        float dot = 0.0f;
+        for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];
+        for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
+        for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
+      }
+      gemm(false, false, rows, d.hs, i1, dp + i0 * T, T, k, C3, dq + i0 * C3, C3, true);  // dq
+      gemm(true, false, i1, d.hs, rows, dp + i0 * T, T, q + i0 * C3, C3, dk, C3, true);   // dk
+    }
+  }
+}
+
+}  // namespace
+
+Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training) {
+  GPT_CHECK(qkv.shape.rank == 3 && qkv.shape[2] % 3 == 0, "attention input must be [B, T, 3C], got " + qkv.shape.str());
+  AttentionDims d{qkv.shape[0], qkv.shape[1], qkv.shape[2] / 3, n_head, 0};
+  GPT_CHECK(n_head > 0 && d.C % n_head == 0, "n_embd must be divisible by n_head");
+  d.hs = d.C / n_head;
+  DropoutMask mask{training && dropout_p > 0.0f, dropout_p, 1.0f / (1.0f - dropout_p), 0};
+  if (mask.active) mask.seed = rng.next_u64();
+
+  Tensor out = g.make(Shape{d.B, d.T, d.C}, qkv.requires_grad());
+  const std::size_t prob_count = static_cast<std::size_t>(d.B * d.H * d.T * d.T);
+  float* probs = g.scratch(prob_count);
+  float* dropped = mask.active ? g.scratch(prob_count) : probs;
+  attention_forward(d, qkv.data, out.data, probs, dropped, mask);
+  if (out.grad) {
+    float* scratch = g.scratch(static_cast<std::size_t>(omp_get_max_threads() * d.T * d.T));
+    g.record([=] { attention_backward(d, qkv.data, probs, dropped, mask, out.grad, qkv.grad, scratch); });
+  }
+  return out;
+}
+
+}  // namespace gpt

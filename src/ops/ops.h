@@ -1,0 +1,94 @@
+// The closed list of differentiable ops. Each op lives in one file of this folder with its
+// forward kernel, its backward kernel right below, and the wrapper declared here that checks
+// shapes, takes its output from the Graph's arena and records its backward on the tape.
+// Backward kernels accumulate (+=) into every gradient that is not null.
+//
+// Shapes: tensors are contiguous row-major; "rows" means all leading dimensions flattened.
+// An absent optional tensor (bias) is a default-constructed Tensor (data == nullptr).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/rng.h"
+
+namespace gpt {
+
+inline bool defined(const Tensor& t) { return t.data != nullptr; }
+
+// ---- primitives ------------------------------------------------------------------------------
+
+// op(a) op(b) over matching leading (batch) dimensions; b may also be rank 2 and shared by every
+// batch. a: [..., M, K] ([..., K, M] if trans_a), b: [..., K, N] ([..., N, K] if trans_b).
+Tensor matmul(Graph& g, const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+
+// a + b and a * b where b has a's shape or a's trailing dimensions (broadcast over the leading
+// ones; its gradient is then the sum over them).
+Tensor add(Graph& g, const Tensor& a, const Tensor& b);
+Tensor mul(Graph& g, const Tensor& a, const Tensor& b);
+Tensor scale(Graph& g, const Tensor& a, float factor);
+
+// x: [..., T, T]; entries above the diagonal (key j > query i) become `value` (e.g. -inf).
+Tensor causal_mask_fill(Graph& g, const Tensor& x, float value);
+
+// Softmax over the last axis (max subtracted first, so exp never overflows).
+Tensor softmax(Graph& g, const Tensor& x);
+
+// Inverted dropout: in training, zeroes each element with probability p and scales survivors by
+// 1/(1-p); one draw from `rng` seeds a counter-based hash per element, so the mask does not depend
+// on the thread count. Identity (no op recorded) when !training or p == 0.
+Tensor dropout(Graph& g, const Tensor& x, float p, Rng& rng, bool training);
+
+// Shape ops. reshape is a view (shares data and gradient). transpose swaps two axes (a copy).
+Tensor reshape(const Tensor& x, Shape shape);
+Tensor transpose(Graph& g, const Tensor& x, int axis0, int axis1);
+// Splits the last axis into consecutive pieces of the given sizes; concat_last is its inverse.
+std::vector<Tensor> split_last(Graph& g, const Tensor& x, const std::vector<int64_t>& sizes);
+Tensor concat_last(Graph& g, const std::vector<Tensor>& parts);
+
+// Reductions to a scalar (shape ()).
+Tensor sum(Graph& g, const Tensor& x);
+Tensor mean(Graph& g, const Tensor& x);
+
+// ---- fused ops -------------------------------------------------------------------------------
+
+// x W^T + b. x: [..., in], weight: [out, in] (PyTorch's layout), bias: [out] or absent.
+Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// Rows of table [V, C] picked by ids (each in [0, V)); output ids_shape + (C). Backward scatter-adds.
+Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_shape);
+
+// LayerNorm over the last axis with eps 1e-5 (PyTorch's default); bias may be absent.
+Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+// Exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's nn.GELU() default, not the tanh form).
+Tensor gelu(Graph& g, const Tensor& x);
+
+// Causal multi-head self-attention over packed projections.
+// qkv: [B, T, 3C] holding q | k | v, each split into n_head heads of size C / n_head.
+// Output [B, T, C] with heads concatenated: softmax(q k^T / sqrt(hs), causal) v per head,
+// attention dropout p on the probabilities in training.
+Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training);
+
+// Mean over rows of -log softmax(logits)[target]. logits: [N, V]; targets: N ids in [0, V).
+Tensor cross_entropy(Graph& g, const Tensor& logits, const int32_t* targets);
+
+// ---- helpers shared by op files --------------------------------------------------------------
+namespace detail {
+inline bool any_grad(const Tensor& a) { return a.requires_grad(); }
+template <typename... Rest>
+bool any_grad(const Tensor& a, const Rest&... rest) {
+  return a.requires_grad() || any_grad(rest...);
+}
+// Uniform [0,1) from (seed, index) without state: splitmix64 of their combination.
+inline float hash_uniform(uint64_t seed, uint64_t index) {
+  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z ^= z >> 31;
+  return static_cast<float>(z >> 40) * 0x1.0p-24f;
+}
+}  // namespace detail
+
+}  // namespace gpt

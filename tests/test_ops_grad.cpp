@@ -1,0 +1,223 @@
+// Finite-difference gradient check of every differentiable op, on odd and non-square shapes.
+#include <cmath>
+
+#include "gradcheck.h"
+#include "ops/ops.h"
+
+namespace gpt {
+namespace {
+
+using testing::gradcheck;
+using testing::OwnedTensor;
+
+std::vector<OwnedTensor> make_inputs(std::initializer_list<Shape> shapes, uint64_t seed = 1, float stddev = 1.0f) {
+  Rng rng(seed);
+  std::vector<OwnedTensor> inputs;
+  for (const Shape& s : shapes) inputs.emplace_back(s, rng, stddev);
+  return inputs;
+}
+
+void expect_gradcheck(const testing::OpFn& op, std::vector<OwnedTensor>& inputs) {
+  const auto result = gradcheck(op, inputs);
+  EXPECT_TRUE(result.ok) << result.where;
+}
+
+TEST(Gradcheck, CatchesWrongGradient) {
+  // An op whose backward is 10% too large must be flagged: the check can fail.
+  auto wrong = [](Graph& g, const std::vector<Tensor>& in) {
+    Tensor x = in[0];
+    Tensor out = g.make(x.shape, x.requires_grad());
+    for (int64_t i = 0; i < x.numel(); ++i) out.data[i] = x.data[i] * x.data[i];
+    g.record([=] {
+      for (int64_t i = 0; i < x.numel(); ++i) x.grad[i] += 1.1f * 2.0f * x.data[i] * out.grad[i];
+    });
+    return out;
+  };
+  auto inputs = make_inputs({Shape{3, 5}});
+  EXPECT_FALSE(gradcheck(wrong, inputs).ok);
+}
+
+TEST(OpGrad, Matmul2D) {
+  auto inputs = make_inputs({Shape{3, 5}, Shape{5, 7}});
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1]); }, inputs);
+}
+
+TEST(OpGrad, MatmulTransposedOperands) {
+  for (int ta = 0; ta < 2; ++ta)
+    for (int tb = 0; tb < 2; ++tb) {
+      SCOPED_TRACE("trans_a=" + std::to_string(ta) + " trans_b=" + std::to_string(tb));
+      Shape a = ta ? Shape{5, 4} : Shape{4, 5};
+      Shape b = tb ? Shape{9, 5} : Shape{5, 9};
+      auto inputs = make_inputs({a, b}, 2);
+      expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], ta, tb); }, inputs);
+    }
+}
+
+TEST(OpGrad, MatmulBatched) {
+  auto inputs = make_inputs({Shape{2, 3, 4, 5}, Shape{2, 3, 6, 5}}, 3);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], false, true); }, inputs);
+}
+
+TEST(OpGrad, MatmulSharedRightOperand) {
+  auto inputs = make_inputs({Shape{3, 4, 5}, Shape{5, 7}}, 4);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1]); }, inputs);
+}
+
+TEST(OpGrad, MatmulLargerThanOneCacheBlock) {
+  // K = 300 spans two K blocks and M = 50 two M blocks of the packed kernel.
+  auto inputs = make_inputs({Shape{50, 300}, Shape{300, 3}}, 5, 0.2f);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1]); }, inputs);
+}
+
+TEST(OpGrad, AddSameShapeAndBroadcast) {
+  auto same = make_inputs({Shape{3, 7}, Shape{3, 7}}, 6);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return add(g, in[0], in[1]); }, same);
+  auto rows = make_inputs({Shape{2, 3, 7}, Shape{3, 7}}, 7);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return add(g, in[0], in[1]); }, rows);
+  auto vec = make_inputs({Shape{5, 7}, Shape{7}}, 8);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return add(g, in[0], in[1]); }, vec);
+}
+
+TEST(OpGrad, MulSameShapeAndBroadcast) {
+  auto same = make_inputs({Shape{4, 3}, Shape{4, 3}}, 9);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return mul(g, in[0], in[1]); }, same);
+  auto vec = make_inputs({Shape{2, 5, 3}, Shape{3}}, 10);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return mul(g, in[0], in[1]); }, vec);
+}
+
+TEST(OpGrad, Scale) {
+  auto inputs = make_inputs({Shape{3, 5}}, 11);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return scale(g, in[0], -0.37f); }, inputs);
+}
+
+TEST(OpGrad, CausalMaskFillThenSoftmax) {
+  // -inf above the diagonal, as attention uses it; softmax turns it into exact zeros.
+  auto inputs = make_inputs({Shape{2, 5, 5}}, 12);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) { return softmax(g, causal_mask_fill(g, in[0], -INFINITY)); }, inputs);
+  auto filled = make_inputs({Shape{3, 3}}, 13);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return causal_mask_fill(g, in[0], 2.5f); }, filled);
+}
+
+TEST(OpGrad, Softmax) {
+  auto inputs = make_inputs({Shape{4, 7}}, 14);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return softmax(g, in[0]); }, inputs);
+}
+
+TEST(OpGrad, Dropout) {
+  auto inputs = make_inputs({Shape{6, 11}}, 15);
+  // A fresh Rng per call gives the same mask in every forward of the check.
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(5);
+        return scale(g, dropout(g, in[0], 0.3f, rng, true), 1.0f);
+      },
+      inputs);
+}
+
+TEST(OpGrad, TransposeEveryAxisPair) {
+  for (int a0 = 0; a0 < 4; ++a0)
+    for (int a1 = a0 + 1; a1 < 4; ++a1) {
+      SCOPED_TRACE(std::to_string(a0) + "," + std::to_string(a1));
+      auto inputs = make_inputs({Shape{2, 3, 4, 5}}, 16);
+      expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return transpose(g, in[0], a0, a1); }, inputs);
+    }
+}
+
+TEST(OpGrad, ReshapeIsAView) {
+  auto inputs = make_inputs({Shape{2, 6}}, 17);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return scale(g, reshape(in[0], Shape{3, 4}), 2.0f); },
+                   inputs);
+}
+
+TEST(OpGrad, SplitAndConcat) {
+  auto inputs = make_inputs({Shape{3, 9}}, 18);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        auto parts = split_last(g, in[0], {2, 3, 4});
+        // Reorder and rescale so each piece's gradient is distinguishable.
+        return concat_last(g, {scale(g, parts[2], 3.0f), parts[0], scale(g, parts[1], -1.0f)});
+      },
+      inputs);
+}
+
+TEST(OpGrad, SumAndMean) {
+  auto inputs = make_inputs({Shape{3, 4}}, 19);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return sum(g, in[0]); }, inputs);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return mean(g, in[0]); }, inputs);
+}
+
+TEST(OpGrad, LinearWithAndWithoutBias) {
+  auto with_bias = make_inputs({Shape{2, 3, 5}, Shape{7, 5}, Shape{7}}, 20);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return linear(g, in[0], in[1], in[2]); }, with_bias);
+  auto no_bias = make_inputs({Shape{4, 5}, Shape{3, 5}}, 21);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return linear(g, in[0], in[1], Tensor{}); }, no_bias);
+}
+
+TEST(OpGrad, EmbeddingWithRepeatedIds) {
+  auto inputs = make_inputs({Shape{6, 5}}, 22);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        static const int32_t ids[] = {3, 0, 3, 5, 1, 3, 0};
+        return embedding(g, in[0], ids, Shape{7});
+      },
+      inputs);
+}
+
+TEST(OpGrad, LayernormWithAndWithoutBias) {
+  auto with_bias = make_inputs({Shape{4, 7}, Shape{7}, Shape{7}}, 23);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], in[2]); },
+                   with_bias);
+  auto no_bias = make_inputs({Shape{2, 3, 6}, Shape{6}}, 24);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], Tensor{}); }, no_bias);
+}
+
+TEST(OpGrad, Gelu) {
+  auto inputs = make_inputs({Shape{5, 7}}, 25, 2.0f);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return gelu(g, in[0]); }, inputs);
+}
+
+TEST(OpGrad, CausalSelfAttention) {
+  // B=2, T=5, C=6 with 3 heads of size 2.
+  auto inputs = make_inputs({Shape{2, 5, 18}}, 26);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(1);
+        return causal_self_attention(g, in[0], 3, 0.0f, rng, true);
+      },
+      inputs);
+}
+
+TEST(OpGrad, CausalSelfAttentionWithDropout) {
+  auto inputs = make_inputs({Shape{1, 7, 12}}, 27);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(1);
+        return causal_self_attention(g, in[0], 2, 0.25f, rng, true);
+      },
+      inputs);
+}
+
+TEST(OpGrad, CausalSelfAttentionLongerThanOneRowBlock) {
+  // T = 70 > 64 exercises the second query block, which sees keys of the first.
+  auto inputs = make_inputs({Shape{1, 70, 6}}, 28, 0.5f);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(1);
+        return causal_self_attention(g, in[0], 1, 0.0f, rng, true);
+      },
+      inputs);
+}
+
+TEST(OpGrad, CrossEntropy) {
+  auto inputs = make_inputs({Shape{5, 7}}, 29);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        static const int32_t targets[] = {0, 6, 3, 3, 1};
+        return cross_entropy(g, in[0], targets);
+      },
+      inputs);
+}
+
+}  // namespace
+}  // namespace gpt
