@@ -1,0 +1,21 @@
+// The subcommands. Each file adds one subcommand to the CLI11 app (its options struct, the flags
+// bound to it) and returns the function that runs it and yields the process exit code.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace gpt {
+
+struct Command {
+  CLI::App* app;
+  std::function<int()> run;
+};
+
+Command add_train_command(CLI::App& app);
+Command add_eval_command(CLI::App& app);
+
+// Logging goes to stderr through spdlog; configured once, here.
+void setup_logging(bool quiet);
+
+}  // namespace gpt

@@ -1,0 +1,147 @@
+#include "io/checkpoint.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "core/check.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
+
+namespace gpt {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kStatePrefix = "train_state-";
+
+std::string hex64(uint64_t x) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(x));
+  return buffer;
+}
+
+uint64_t parse_hex64(const std::string& s, const std::string& source) {
+  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw UserError(source + ": malformed RNG state", 1);
+  return std::stoull(s, nullptr, 16);
+}
+
+// A name no earlier save of this or another process used: iteration, time, pid.
+std::string new_state_file_name(int64_t iter_num) {
+  const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
+  return std::string(kStatePrefix) + std::to_string(iter_num) + "-" + hex64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 48)) +
+         ".safetensors";
+}
+
+void add_weights(SafetensorsWriter& writer, Gpt& model) {
+  ParamStore& params = model.params();
+  for (int i = 0; i < params.size(); ++i) writer.add(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
+}
+
+}  // namespace
+
+std::string model_path(const std::string& out_dir) { return (fs::path(out_dir) / "model.safetensors").string(); }
+
+void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
+                     const OptimizerMoments* moments) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), 1);
+
+  SafetensorsWriter weights;
+  add_weights(weights, model);
+  weights.set_metadata("format", "pt");
+  weights.set_metadata("config", model.config().to_json().dump());
+  weights.set_metadata("vocab", vocab.to_json());
+
+  std::string state_name;
+  if (state) {
+    GPT_CHECK(moments != nullptr, "training state without optimizer moments");
+    SafetensorsWriter optimizer;
+    ParamStore& params = model.params();
+    for (int i = 0; i < params.size(); ++i) {
+      const auto& slot = params.slot(i);
+      optimizer.add("exp_avg." + slot.name, slot.shape, moments->exp_avg + slot.offset);
+      optimizer.add("exp_avg_sq." + slot.name, slot.shape, moments->exp_avg_sq + slot.offset);
+    }
+    nlohmann::json loop = {{"iter_num", state->iter_num},   {"eval_done", state->eval_done},
+                           {"best_val_loss", state->best_val_loss}, {"adam_step", state->adam_step},
+                           {"rng_state", {hex64(state->rng[0]), hex64(state->rng[1]), hex64(state->rng[2]), hex64(state->rng[3])}}};
+    optimizer.set_metadata("training", loop.dump());
+    optimizer.set_metadata("train_config", state->train_config.dump());
+    state_name = new_state_file_name(state->iter_num);
+    write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
+    weights.set_metadata("train_state", state_name);
+    weights.set_metadata("iter_num", std::to_string(state->iter_num));
+  }
+  // The manifest goes last; only then are older state files unreferenced and removed.
+  write_file_atomically(model_path(out_dir), weights.serialize());
+  if (state) {
+    for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.starts_with(kStatePrefix) && name != state_name) fs::remove(entry.path(), ec);
+    }
+  }
+}
+
+LoadedModel load_model(const std::string& path_or_dir) {
+  std::error_code ec;
+  const std::string path = fs::is_directory(path_or_dir, ec) ? model_path(path_or_dir) : path_or_dir;
+  if (!fs::exists(path, ec))
+    throw UserError("no checkpoint at " + path + " (train a model first with gpt train, or pass --out_dir/--checkpoint)", 2);
+  SafetensorsReader reader = SafetensorsReader::open(path);
+  nlohmann::json config_json = nlohmann::json::parse(reader.metadata("config"), nullptr, false);
+  if (config_json.is_discarded()) throw UserError(path + ": metadata \"config\" is not valid JSON", 1);
+  const GptConfig config = GptConfig::from_json(config_json, path);
+  Vocab vocab = Vocab::from_json(reader.metadata("vocab"), path);
+  if (vocab.size() != config.vocab_size)
+    throw UserError(path + ": the vocabulary has " + std::to_string(vocab.size()) + " characters but the config says vocab_size " +
+                        std::to_string(config.vocab_size), 1);
+  auto model = std::make_unique<Gpt>(config);
+  ParamStore& params = model->params();
+  for (int i = 0; i < params.size(); ++i) reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
+  for (const auto& [name, entry] : reader.entries())
+    if (params.index_of(name) < 0) throw UserError(path + ": unexpected tensor \"" + name + "\" for this config", 1);
+  return {std::move(model), std::move(vocab), path};
+}
+
+TrainingState load_training_state(const std::string& out_dir, Gpt& model, float* exp_avg, float* exp_avg_sq) {
+  const std::string path = model_path(out_dir);
+  SafetensorsReader weights = SafetensorsReader::open(path);
+  if (!weights.has_metadata("train_state"))
+    throw UserError(path + ": has no training state to resume from (it was not written by gpt train)", 1);
+  const std::string state_name = weights.metadata("train_state");
+  if (state_name.find('/') != std::string::npos || !state_name.starts_with(kStatePrefix))
+    throw UserError(path + ": malformed train_state reference", 1);
+  const std::string state_path = (fs::path(out_dir) / state_name).string();
+  SafetensorsReader optimizer = SafetensorsReader::open(state_path);
+  ParamStore& params = model.params();
+  for (int i = 0; i < params.size(); ++i) {
+    const auto& slot = params.slot(i);
+    optimizer.read_into("exp_avg." + slot.name, slot.shape, exp_avg + slot.offset);
+    optimizer.read_into("exp_avg_sq." + slot.name, slot.shape, exp_avg_sq + slot.offset);
+  }
+  nlohmann::json loop = nlohmann::json::parse(optimizer.metadata("training"), nullptr, false);
+  TrainingState state;
+  try {
+    state.iter_num = loop.at("iter_num").get<int64_t>();
+    state.eval_done = loop.at("eval_done").get<bool>();
+    state.best_val_loss = loop.at("best_val_loss").get<double>();
+    state.adam_step = loop.at("adam_step").get<int64_t>();
+    const auto& rng = loop.at("rng_state");
+    if (!rng.is_array() || rng.size() != 4) throw UserError(state_path + ": malformed RNG state", 1);
+    for (int i = 0; i < 4; ++i) state.rng[i] = parse_hex64(rng[i].get<std::string>(), state_path);
+  } catch (const nlohmann::json::exception&) {
+    throw UserError(state_path + ": metadata \"training\" is malformed", 1);
+  }
+  if (weights.has_metadata("iter_num") && weights.metadata("iter_num") != std::to_string(state.iter_num))
+    throw UserError(state_path + ": iteration does not match " + path, 1);
+  state.train_config = nlohmann::json::parse(optimizer.metadata("train_config"), nullptr, false);
+  return state;
+}
+
+}  // namespace gpt

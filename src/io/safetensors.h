@@ -1,0 +1,64 @@
+// The safetensors format (what Python's `safetensors` library reads and writes):
+//   8 bytes little-endian header length N, N bytes of JSON header, then the raw tensor bytes.
+// The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets
+// relative to the byte after the header) and may hold "__metadata__", a map of strings.
+// We write and read F32 only. The reader treats the file as untrusted: every malformation is a
+// UserError (exit 1) naming the file and the problem, never undefined behaviour.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/shape.h"
+
+namespace gpt {
+
+class SafetensorsWriter {
+ public:
+  void add(const std::string& name, const Shape& shape, const float* data);
+  void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
+  std::string serialize() const;
+
+ private:
+  struct Item {
+    std::string name;
+    Shape shape;
+    const float* data;
+  };
+  std::vector<Item> items_;
+  std::map<std::string, std::string> metadata_;
+};
+
+class SafetensorsReader {
+ public:
+  struct Entry {
+    std::vector<int64_t> shape;
+    std::size_t begin = 0, end = 0;  // byte offsets into the data section
+  };
+
+  // Parses and validates `bytes` (the whole file); `source` names the file in messages.
+  SafetensorsReader(std::string bytes, std::string source);
+  static SafetensorsReader open(const std::string& path);
+
+  const std::string& source() const { return source_; }
+  bool has(const std::string& name) const { return entries_.count(name) != 0; }
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  // A metadata string; UserError naming the key when absent.
+  const std::string& metadata(const std::string& key) const;
+  bool has_metadata(const std::string& key) const { return metadata_.count(key) != 0; }
+
+  // Copies tensor `name` into dst after checking that its shape is `expected`.
+  void read_into(const std::string& name, const Shape& expected, float* dst) const;
+
+ private:
+  std::string bytes_;
+  std::string source_;
+  std::size_t data_start_ = 0;
+  std::map<std::string, Entry> entries_;
+  std::map<std::string, std::string> metadata_;
+};
+
+}  // namespace gpt

@@ -1,0 +1,35 @@
+#include "model/gpt_config.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/check.h"
+
+namespace gpt {
+
+nlohmann::json GptConfig::to_json() const {
+  return {{"n_layer", n_layer}, {"n_head", n_head},         {"n_embd", n_embd}, {"block_size", block_size},
+          {"vocab_size", vocab_size}, {"dropout", dropout}, {"bias", bias}};
+}
+
+GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& source) {
+  if (!j.is_object()) throw UserError(source + ": model config is not a JSON object", 1);
+  GptConfig c;
+  auto get_int = [&](const char* key, int64_t& out) {
+    if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0)
+      throw UserError(source + ": model config key \"" + key + "\" missing or not a positive integer", 1);
+    out = j[key].get<int64_t>();
+  };
+  get_int("n_layer", c.n_layer);
+  get_int("n_head", c.n_head);
+  get_int("n_embd", c.n_embd);
+  get_int("block_size", c.block_size);
+  get_int("vocab_size", c.vocab_size);
+  if (j.contains("dropout") && j["dropout"].is_number()) c.dropout = j["dropout"].get<float>();
+  if (j.contains("bias") && j["bias"].is_boolean()) c.bias = j["bias"].get<bool>();
+  if (c.n_embd % c.n_head != 0)
+    throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
+                        std::to_string(c.n_head), 1);
+  return c;
+}
+
+}  // namespace gpt

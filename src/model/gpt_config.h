@@ -1,0 +1,27 @@
+// The model's hyperparameters (the architecture only; training settings live in TrainConfig).
+// Stored in checkpoints as JSON so a model file describes itself.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace gpt {
+
+struct GptConfig {
+  int64_t n_layer = 6;
+  int64_t n_head = 6;
+  int64_t n_embd = 384;
+  int64_t block_size = 256;
+  int64_t vocab_size = 65;
+  float dropout = 0.2f;
+  bool bias = false;
+
+  int64_t head_size() const { return n_embd / n_head; }
+  nlohmann::json to_json() const;
+  // Throws UserError naming `source` on missing keys, wrong types or inconsistent sizes.
+  static GptConfig from_json(const nlohmann::json& j, const std::string& source);
+};
+
+}  // namespace gpt

@@ -1,0 +1,66 @@
+#include "train/adamw.h"
+
+#include <cmath>
+#include <vector>
+
+namespace gpt {
+
+AdamW::AdamW(ParamStore& params, AdamWSettings settings)
+    : params_(params), settings_(settings), m_(params.padded_floats()), v_(params.padded_floats()) {}
+
+void AdamW::step(double lr) {
+  ++step_;
+  // Scalars in double, as PyTorch computes them in Python, then applied in float.
+  const double bias_correction1 = 1.0 - std::pow(settings_.beta1, static_cast<double>(step_));
+  const double bias_correction2 = 1.0 - std::pow(settings_.beta2, static_cast<double>(step_));
+  const auto step_size = static_cast<float>(lr / bias_correction1);
+  const auto bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
+  const auto b1 = static_cast<float>(settings_.beta1), b2 = static_cast<float>(settings_.beta2),
+             eps = static_cast<float>(settings_.eps);
+  const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1), one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
+  for (int i = 0; i < params_.size(); ++i) {
+    const auto& slot = params_.slot(i);
+    const float decay = slot.shape.rank >= 2 ? static_cast<float>(1.0 - lr * settings_.weight_decay) : 1.0f;
+    float* p = params_.data() + slot.offset;
+    const float* g = params_.grad() + slot.offset;
+    float* m = m_.data() + slot.offset;
+    float* v = v_.data() + slot.offset;
+    const int64_t n = slot.shape.numel();
+#pragma omp parallel for schedule(static) if (n > (1 << 15))
+    for (int64_t k = 0; k < n; ++k) {
+      p[k] *= decay;
+      m[k] = m[k] * b1 + g[k] * one_minus_b1;
+      v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
+      const float denom = std::sqrt(v[k]) / bc2_sqrt + eps;
+      p[k] += -step_size * (m[k] / denom);
+    }
+  }
+}
+
+double clip_grad_norm(ParamStore& params, double max_norm) {
+  // Fixed chunks, each summed by one thread, then added in chunk order: thread-independent.
+  constexpr int64_t kChunk = 1 << 14;
+  const auto total = static_cast<int64_t>(params.padded_floats());  // padding is always zero
+  const int64_t chunks = (total + kChunk - 1) / kChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks));
+  const float* g = params.grad();
+#pragma omp parallel for schedule(static)
+  for (int64_t c = 0; c < chunks; ++c) {
+    double s = 0.0;
+    const int64_t end = std::min(total, (c + 1) * kChunk);
+    for (int64_t k = c * kChunk; k < end; ++k) s += static_cast<double>(g[k]) * g[k];
+    partial[c] = s;
+  }
+  double sum = 0.0;
+  for (double s : partial) sum += s;
+  const double norm = std::sqrt(sum);
+  if (max_norm > 0.0 && std::isfinite(norm)) {
+    const auto coef = static_cast<float>(std::min(1.0, max_norm / (norm + 1e-6)));
+    float* gm = params.grad();
+#pragma omp parallel for schedule(static)
+    for (int64_t k = 0; k < total; ++k) gm[k] *= coef;
+  }
+  return norm;
+}
+
+}  // namespace gpt

@@ -1,0 +1,47 @@
+#include "train/evaluate.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "ops/ops.h"
+
+namespace gpt {
+
+double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, int64_t iters, int64_t B, int64_t T,
+                     Rng& rng, Batch& batch) {
+  NoGradGuard no_grad(graph);
+  double total = 0.0;
+  for (int64_t i = 0; i < iters; ++i) {
+    Dataset::sample_batch(split, B, T, rng, batch);
+    total += model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rng).loss.item();
+    graph.reset();
+  }
+  return total / static_cast<double>(iters);
+}
+
+WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>& ids, int64_t T, int64_t batch) {
+  NoGradGuard no_grad(graph);
+  const auto n = static_cast<int64_t>(ids.size());
+  WindowEval result;
+  result.windows = n > T ? (n - 1) / T : 0;  // largest k with kT + T < n, plus one
+  Rng unused(0);                              // dropout is off; forward still takes an Rng
+  std::vector<int32_t> inputs, targets;
+  double total = 0.0;
+  for (int64_t k0 = 0; k0 < result.windows; k0 += batch) {
+    const int64_t b = std::min(batch, result.windows - k0);
+    inputs.assign(ids.begin() + k0 * T, ids.begin() + (k0 + b) * T);
+    targets.assign(ids.begin() + k0 * T + 1, ids.begin() + (k0 + b) * T + 1);
+    // The op returns the mean over b*T positions; weight it back to a sum.
+    total += static_cast<double>(model.forward(graph, inputs.data(), b, T, targets.data(), false, unused).loss.item()) *
+             static_cast<double>(b * T);
+    graph.reset();
+  }
+  result.tokens = result.windows * T;
+  if (result.tokens > 0) {
+    result.loss_nats = total / static_cast<double>(result.tokens);
+    result.bits_per_char = result.loss_nats / std::numbers::ln2;
+  }
+  return result;
+}
+
+}  // namespace gpt

@@ -1,0 +1,30 @@
+// Loss estimates without gradients, dropout off: nanoGPT's estimate_loss (mean over random
+// batches) for training-time evals, and the deterministic full-file evaluation of `gpt eval`.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/rng.h"
+#include "data/dataset.h"
+#include "model/gpt.h"
+
+namespace gpt {
+
+// Mean cross-entropy over `iters` random batches of `split` (batch B, length T).
+double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, int64_t iters, int64_t B, int64_t T,
+                     Rng& rng, Batch& scratch_batch);
+
+struct WindowEval {
+  double loss_nats = 0;   // mean cross-entropy per predicted character
+  double bits_per_char = 0;
+  int64_t tokens = 0;     // predicted characters
+  int64_t windows = 0;
+};
+
+// Every full non-overlapping window k: inputs ids[kT .. kT+T-1], targets ids[kT+1 .. kT+T], for
+// each k with kT + T < n. Windows are batched `batch` at a time; sums in window order.
+WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>& ids, int64_t T, int64_t batch = 16);
+
+}  // namespace gpt

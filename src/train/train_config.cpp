@@ -1,0 +1,92 @@
+#include "train/train_config.h"
+
+#include <nlohmann/json.hpp>
+
+namespace gpt {
+
+GptConfig TrainConfig::model_config(int64_t vocab_size) const {
+  GptConfig c;
+  c.n_layer = n_layer;
+  c.n_head = n_head;
+  c.n_embd = n_embd;
+  c.block_size = block_size;
+  c.vocab_size = vocab_size;
+  c.dropout = static_cast<float>(dropout);
+  c.bias = bias;
+  return c;
+}
+
+const std::vector<ConfigKey>& config_keys() {
+  using C = TrainConfig;
+  static const std::vector<ConfigKey> keys = {
+      {"data_path", &C::data_path, "UTF-8 text file to train on"},
+      {"val_fraction", &C::val_fraction, "fraction of the characters (at the end) held out for validation"},
+      {"out_dir", &C::out_dir, "folder for the checkpoint, config.json and metrics.jsonl"},
+      {"n_layer", &C::n_layer, "number of Transformer blocks"},
+      {"n_head", &C::n_head, "attention heads per block (must divide n_embd)"},
+      {"n_embd", &C::n_embd, "embedding width"},
+      {"block_size", &C::block_size, "context length in characters"},
+      {"dropout", &C::dropout, "dropout probability in [0, 1)"},
+      {"bias", &C::bias, "biases in Linear and LayerNorm layers"},
+      {"batch_size", &C::batch_size, "sequences per micro-batch"},
+      {"max_iters", &C::max_iters, "training iterations"},
+      {"eval_interval", &C::eval_interval, "evaluate train/val loss every this many iterations"},
+      {"eval_iters", &C::eval_iters, "batches per evaluation"},
+      {"log_interval", &C::log_interval, "log every this many iterations"},
+      {"always_save_checkpoint", &C::always_save_checkpoint, "save after every evaluation, not only when val loss improves"},
+      {"init_from", &C::init_from, "\"scratch\" or \"resume\" (continue the run in out_dir)"},
+      {"learning_rate", &C::learning_rate, "peak learning rate"},
+      {"decay_lr", &C::decay_lr, "warmup then cosine decay (false: constant learning rate)"},
+      {"warmup_iters", &C::warmup_iters, "linear warmup iterations"},
+      {"lr_decay_iters", &C::lr_decay_iters, "iteration at which the cosine decay reaches min_lr"},
+      {"min_lr", &C::min_lr, "final learning rate"},
+      {"weight_decay", &C::weight_decay, "AdamW weight decay (on matrices and embeddings only)"},
+      {"beta1", &C::beta1, "AdamW beta1"},
+      {"beta2", &C::beta2, "AdamW beta2"},
+      {"grad_clip", &C::grad_clip, "clip gradients to this global norm (0 = off)"},
+      {"gradient_accumulation_steps", &C::gradient_accumulation_steps, "micro-batches per optimizer step"},
+      {"seed", &C::seed, "random seed (initialisation, batches, dropout)"},
+      {"threads", &C::threads, "worker threads (0 = all cores)"},
+  };
+  return keys;
+}
+
+ConfigProblem find_config_problem(const TrainConfig& c) {
+  auto positive = [](int64_t v) { return v > 0; };
+  if (c.data_path.empty()) return {"data_path", "is required: the UTF-8 text file to train on"};
+  if (!(c.val_fraction > 0 && c.val_fraction < 1)) return {"val_fraction", "must be in (0, 1)"};
+  if (c.out_dir.empty()) return {"out_dir", "must not be empty"};
+  const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.n_layer},       {"n_head", c.n_head},
+                                                   {"n_embd", c.n_embd},         {"block_size", c.block_size},
+                                                   {"batch_size", c.batch_size}, {"eval_interval", c.eval_interval},
+                                                   {"eval_iters", c.eval_iters}, {"log_interval", c.log_interval},
+                                                   {"gradient_accumulation_steps", c.gradient_accumulation_steps}};
+  for (const auto& [key, value] : sizes)
+    if (!positive(value)) return {key, "must be a positive integer, got " + std::to_string(value)};
+  if (c.n_embd % c.n_head != 0)
+    return {"n_head", "must divide n_embd (" + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + ")"};
+  if (!(c.dropout >= 0 && c.dropout < 1)) return {"dropout", "must be in [0, 1)"};
+  if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
+  if (c.init_from != "scratch" && c.init_from != "resume") return {"init_from", "must be \"scratch\" or \"resume\", got \"" + c.init_from + "\""};
+  if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};
+  if (!(c.min_lr >= 0)) return {"min_lr", "must be >= 0"};
+  if (c.warmup_iters < 0) return {"warmup_iters", "must be >= 0"};
+  if (c.decay_lr && c.lr_decay_iters <= c.warmup_iters)
+    return {"lr_decay_iters", "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
+  if (!(c.weight_decay >= 0)) return {"weight_decay", "must be >= 0"};
+  if (!(c.beta1 >= 0 && c.beta1 < 1)) return {"beta1", "must be in [0, 1)"};
+  if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
+  if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
+  if (c.seed < 0) return {"seed", "must be >= 0"};
+  if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
+  return {};
+}
+
+nlohmann::ordered_json to_json(const TrainConfig& config) {
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
+  for (const ConfigKey& key : config_keys())
+    std::visit([&](auto member) { j[key.name] = config.*member; }, key.member);
+  return j;
+}
+
+}  // namespace gpt

@@ -1,0 +1,28 @@
+// The training loop, with nanoGPT's train.py semantics: evaluate every eval_interval iterations
+// (and at max_iters), save when val loss improves (or always), gradient accumulation, global-norm
+// clipping, AdamW with warmup + cosine schedule. Logs through spdlog, writes out_dir/config.json,
+// out_dir/metrics.jsonl and the checkpoint (see io/checkpoint.h).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+
+#include "train/train_config.h"
+
+namespace gpt {
+
+struct TrainResult {
+  int64_t iterations = 0;      // iterations run by this process
+  int64_t final_iter = 0;      // the iteration the run stopped at
+  double best_val_loss = 0;
+  double last_val_loss = 0;    // from the last evaluation (NaN when none ran)
+  double wall_seconds = 0;
+  double tokens_per_second = 0;
+  int stop_signal = 0;         // the signal that stopped the run early, 0 when it completed
+};
+
+// `stop_signal`: set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the
+// current iteration, save a checkpoint and return. May be null.
+TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal);
+
+}  // namespace gpt

@@ -1,0 +1,77 @@
+#!/usr/bin/python3
+"""Writes tests/data/parity_{bias,nobias}.safetensors: a tiny nanoGPT model's weights, a batch,
+its logits, loss and every parameter gradient, then the losses and weights after a few AdamW
+steps with gradient clipping and the warmup + cosine schedule. tests/test_parity.cpp checks our
+engine against these files, so CI needs no PyTorch. Regenerate with:
+    /usr/bin/python3 tools/make_parity_reference.py
+"""
+import json
+import os
+import sys
+
+import torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+import safetensors_io  # noqa: E402
+from nanogpt_model import GPT, GPTConfig, get_lr, state_dict_without_tied  # noqa: E402
+
+OUT = os.path.join(os.path.dirname(__file__), '..', 'tests', 'data')
+TRAIN = dict(learning_rate=3e-2, warmup_iters=2, lr_decay_iters=5, min_lr=3e-3, weight_decay=0.1,
+             beta1=0.9, beta2=0.99, grad_clip=0.5, steps=6)
+
+
+def make(bias, seed):
+    torch.manual_seed(seed)
+    config = GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, dropout=0.0, bias=bias)
+    model = GPT(config)
+    if bias:  # nonzero biases and LayerNorm weights so that their gradients are exercised
+        with torch.no_grad():
+            for name, p in model.named_parameters():
+                if name.endswith('.bias') or 'ln_' in name:
+                    p.add_(0.1 * torch.randn_like(p))
+    B, T = 3, 8
+    idx = torch.randint(0, config.vocab_size, (B, T))
+    targets = torch.randint(0, config.vocab_size, (B, T))
+    tensors = {}
+    for name, value in state_dict_without_tied(model).items():
+        tensors['param.' + name] = value.detach().numpy().copy()
+    tensors['batch.idx'] = idx.float().numpy()
+    tensors['batch.targets'] = targets.float().numpy()
+
+    logits, loss = model(idx, targets)
+    loss.backward()
+    tensors['logits'] = logits.detach().numpy()
+    tensors['loss'] = loss.detach().reshape(1).numpy()
+    for name, p in model.named_parameters():
+        tensors['grad.' + name] = p.grad.detach().numpy().copy()
+    model.zero_grad(set_to_none=True)
+
+    t = TRAIN
+    optimizer = model.configure_optimizers(t['weight_decay'], t['learning_rate'], (t['beta1'], t['beta2']))
+    losses, norms = [], []
+    for it in range(t['steps']):
+        lr = get_lr(it, t['learning_rate'], t['warmup_iters'], t['lr_decay_iters'], t['min_lr'])
+        for group in optimizer.param_groups:
+            group['lr'] = lr
+        _, loss = model(idx, targets)
+        loss.backward()
+        norms.append(float(torch.nn.utils.clip_grad_norm_(model.parameters(), t['grad_clip'])))
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        losses.append(float(loss))
+    tensors['steps.losses'] = torch.tensor(losses).numpy()
+    tensors['steps.grad_norms'] = torch.tensor(norms).numpy()
+    for name, value in state_dict_without_tied(model).items():
+        tensors['final.' + name] = value.detach().numpy().copy()
+    metadata = {'config': json.dumps(dict(n_layer=2, n_head=2, n_embd=16, block_size=8, vocab_size=11,
+                                          dropout=0.0, bias=bias)),
+                'train': json.dumps(t), 'torch': torch.__version__}
+    path = os.path.join(OUT, f"parity_{'bias' if bias else 'nobias'}.safetensors")
+    safetensors_io.save(path, tensors, metadata)
+    print(f'wrote {path}: loss {float(tensors["loss"][0]):.6f}, losses after steps {losses}')
+
+
+if __name__ == '__main__':
+    torch.set_num_threads(1)
+    make(bias=True, seed=1)
+    make(bias=False, seed=2)
