@@ -1,0 +1,105 @@
+// The gpt binary as a user meets it: exit codes and messages for bad configs and data, and a
+// tiny train -> eval round trip.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_runner.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+using namespace gpt::testing;
+
+class Cli : public ::testing::Test {
+ protected:
+  ScratchDir dir;
+  std::string corpus = dir.write("corpus.txt", generated_corpus(8000));
+  std::string config(const std::string& json) { return dir.write("config.json", json); }
+  // A valid tiny config with `extra` spliced in.
+  std::string tiny(const std::string& extra = "") {
+    return config("{\"data_path\": \"" + corpus + "\", \"out_dir\": \"" + dir.file("out") +
+                  "\", \"n_layer\": 1, \"n_head\": 2, \"n_embd\": 16, \"block_size\": 8, \"batch_size\": 4,"
+                  " \"max_iters\": 30, \"eval_interval\": 10, \"eval_iters\": 2, \"log_interval\": 10,"
+                  " \"warmup_iters\": 2, \"lr_decay_iters\": 30" +
+                  extra + "}");
+  }
+  void expect_error(const std::string& args, int code, std::initializer_list<std::string> fragments) {
+    const CommandResult r = run_gpt(args);
+    EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
+    for (const std::string& f : fragments) EXPECT_NE(r.output.find(f), std::string::npos) << "missing \"" << f << "\" in:\n" << r.output;
+  }
+};
+
+TEST_F(Cli, VersionHelpAndUsageErrors) {
+  EXPECT_EQ(run_gpt("--version").exit_code, 0);
+  EXPECT_NE(run_gpt("--version").output.find("gpt "), std::string::npos);
+  EXPECT_EQ(run_gpt("--help").exit_code, 0);
+  expect_error("", 2, {"subcommand"});
+  expect_error("frobnicate", 2, {});
+  expect_error("train --no_such_flag 3", 2, {"no_such_flag"});
+  expect_error("train --config " + dir.file("missing.json"), 2, {"missing.json"});
+}
+
+TEST_F(Cli, InvalidJsonNamesLineAndColumn) {
+  const std::string path = config("{\n  \"n_layer\": 4,\n  \"n_head\": 4\n  \"n_embd\": 128\n}");
+  expect_error("train --config " + path, 2, {path + ":4:10", "invalid JSON", "expected '}'"});
+}
+
+TEST_F(Cli, UnknownKeySuggestsTheNearestName) {
+  expect_error("train --config " + tiny(", \"n_layers\": 4"), 2, {"unknown key \"n_layers\"", "did you mean \"n_layer\""});
+  expect_error("train --config " + tiny(", \"learnig_rate\": 1e-3"), 2, {"did you mean \"learning_rate\""});
+}
+
+TEST_F(Cli, WrongTypesAndRangesNameFileAndKey) {
+  expect_error("train --config " + tiny(", \"bias\": \"yes\""), 2, {"config.json", "\"bias\"", "expected true or false"});
+  expect_error("train --config " + tiny(", \"dropout\": 1.5"), 2, {"config.json", "\"dropout\"", "[0, 1)"});
+  expect_error("train --config " + tiny(", \"batch_size\": 0"), 2, {"\"batch_size\"", "positive"});
+  expect_error("train --config " + tiny(", \"n_embd\": 17"), 2, {"\"n_head\"", "divide n_embd"});
+  expect_error("train --config " + tiny(", \"max_iters\": 2.5"), 2, {"\"max_iters\"", "expected an integer"});
+  expect_error("train --config " + tiny(", \"init_from\": \"gpt2\""), 2, {"\"init_from\"", "scratch"});
+  expect_error("train --config " + tiny() + " --max_iters abc", 2, {"--max_iters", "expected an integer"});
+  expect_error("train --config " + tiny() + " --dropout -0.1", 2, {"command line: --dropout", "[0, 1)"});
+  expect_error("train --config " + config("{\"n_layer\": 2}"), 2, {"\"data_path\"", "required"});
+  expect_error("train --config " + config("[1, 2]"), 2, {"expected a JSON object"});
+}
+
+TEST_F(Cli, BadTextFilesAreReportedBeforeTraining) {
+  const std::string invalid = dir.write("invalid.txt", std::string("hello\xC3\x28 world", 13));
+  expect_error("train --config " + tiny() + " --data_path " + invalid, 2, {"invalid.txt", "invalid UTF-8 at byte offset 5"});
+  const std::string empty = dir.write("empty.txt", "");
+  expect_error("train --config " + tiny() + " --data_path " + empty, 2, {"empty.txt", "empty"});
+  expect_error("train --config " + tiny() + " --data_path " + dir.file(""), 2, {"is a directory"});
+  expect_error("train --config " + tiny() + " --data_path " + dir.file("nope.txt"), 2, {"nope.txt", "cannot open"});
+  const std::string short_text = dir.write("short.txt", "The king and the queen.\n");
+  expect_error("train --config " + tiny() + " --data_path " + short_text, 2, {"val split", "smaller block_size"});
+}
+
+TEST_F(Cli, TrainThenEvalRoundTrip) {
+  const CommandResult train = run_gpt("train --config " + tiny());
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("step 30: train loss"), std::string::npos) << train.output;
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/model.safetensors")));
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/metrics.jsonl")));
+  const auto written = nlohmann::json::parse(std::ifstream(dir.file("out/config.json")));
+  EXPECT_EQ(written["max_iters"], 30);
+  EXPECT_EQ(written["learning_rate"], 1e-3);  // a default, written out
+
+  const CommandResult a = run_gpt("eval --out_dir " + dir.file("out") + " --data " + corpus + " --json");
+  const CommandResult b = run_gpt("eval --checkpoint " + dir.file("out/model.safetensors") + " --data " + corpus + " --json");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  EXPECT_EQ(a.output, b.output);
+  const auto result = nlohmann::json::parse(a.output);
+  EXPECT_GT(result["loss"].get<double>(), 0.0);
+  const auto n = static_cast<int64_t>(generated_corpus(8000).size());  // ASCII: bytes = characters
+  EXPECT_EQ(result["tokens"].get<int64_t>(), (n - 1) / 8 * 8);  // every full window of block_size 8
+
+  const std::string foreign = dir.write("foreign.txt", "The king§ and queen");
+  expect_error("eval --out_dir " + dir.file("out") + " --data " + foreign, 2, {"'§' (U+00A7)", "position 8", "vocabulary"});
+  expect_error("eval --out_dir " + dir.file("nowhere") + " --data " + corpus, 2, {"no checkpoint"});
+}
+
+}  // namespace
+}  // namespace gpt

@@ -1,0 +1,119 @@
+// The GPT model: the fused attention block equals H independent heads built from primitives,
+// parameter names and initialisation follow nanoGPT.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "gradcheck.h"
+#include "model/gpt.h"
+#include "ops/ops.h"
+
+namespace gpt {
+namespace {
+
+using testing::OwnedTensor;
+
+// Multi-head attention as H independent heads, each with its own query/key/value projection
+// (slices of c_attn's weight and bias), outputs concatenated and mixed by c_proj: the textbook
+// formulation, from primitive ops only.
+Tensor attention_as_independent_heads(Graph& g, const Tensor& x, const Gpt::BlockParams& w, int64_t n_head) {
+  const int64_t C = x.shape[-1], hs = C / n_head;
+  Tensor w_t = transpose(g, w.c_attn_w, 0, 1);  // [C, 3C]: columns are output features
+  std::vector<int64_t> sizes(3 * n_head, hs);
+  std::vector<Tensor> w_heads = split_last(g, w_t, sizes);  // q heads, then k heads, then v heads
+  std::vector<Tensor> b_heads;
+  if (defined(w.c_attn_b)) b_heads = split_last(g, w.c_attn_b, sizes);
+  auto project = [&](int64_t part) {
+    Tensor p = matmul(g, x, w_heads[part]);  // [B, T, hs]
+    return defined(w.c_attn_b) ? add(g, p, b_heads[part]) : p;
+  };
+  std::vector<Tensor> outputs;
+  for (int64_t h = 0; h < n_head; ++h) {
+    Tensor q = project(h), k = project(n_head + h), v = project(2 * n_head + h);
+    Tensor scores = scale(g, matmul(g, q, k, false, true), 1.0f / std::sqrt(static_cast<float>(hs)));  // [B, T, T]
+    Tensor att = softmax(g, causal_mask_fill(g, scores, -INFINITY));
+    outputs.push_back(matmul(g, att, v));
+  }
+  return linear(g, concat_last(g, outputs), w.attn_proj_w, w.attn_proj_b);
+}
+
+void expect_heads_match(bool bias) {
+  GptConfig config;
+  config.n_layer = 1;
+  config.n_head = 3;
+  config.n_embd = 12;
+  config.block_size = 7;
+  config.vocab_size = 5;
+  config.dropout = 0;
+  config.bias = bias;
+  Gpt model(config);
+  Rng rng(3);
+  model.init_weights(rng);
+  // Larger weights than the init so attention is far from uniform.
+  ParamStore& params = model.params();
+  for (int64_t i = 0; i < static_cast<int64_t>(params.padded_floats()); ++i) params.data()[i] = static_cast<float>(rng.normal() * 0.5);
+  OwnedTensor x(Shape{2, 7, 12}, rng), upstream(Shape{2, 7, 12}, rng);
+  const Gpt::BlockParams w = model.block(0);
+
+  Arena arena;
+  Graph g(arena);
+  Tensor fused = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn_w, w.c_attn_b), 3, 0, rng, false), w.attn_proj_w,
+                        w.attn_proj_b);
+  for (int64_t i = 0; i < fused.numel(); ++i) fused.grad[i] = upstream.data[i];
+  g.run_backward();
+  g.reset();
+  std::vector<float> fused_dx = x.grad, fused_dparams(params.grad(), params.grad() + params.padded_floats());
+  std::fill(x.grad.begin(), x.grad.end(), 0.0f);
+  params.zero_grad();
+
+  Tensor heads = attention_as_independent_heads(g, x.view(), w, 3);
+  ASSERT_EQ(heads.shape, fused.shape);
+  // fused.data was in the reset arena; recompute it without gradients to compare outputs.
+  for (int64_t i = 0; i < heads.numel(); ++i) heads.grad[i] = upstream.data[i];
+  std::vector<float> heads_out(heads.data, heads.data + heads.numel());
+  g.run_backward();
+  g.reset();
+  {
+    NoGradGuard no_grad(g);
+    Tensor again = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn_w, w.c_attn_b), 3, 0, rng, false),
+                          w.attn_proj_w, w.attn_proj_b);
+    for (int64_t i = 0; i < again.numel(); ++i) EXPECT_NEAR(again.data[i], heads_out[i], 1e-5) << "output " << i;
+  }
+  for (std::size_t i = 0; i < x.grad.size(); ++i) EXPECT_NEAR(x.grad[i], fused_dx[i], 1e-5) << "dx " << i;
+  for (std::size_t i = 0; i < fused_dparams.size(); ++i)
+    EXPECT_NEAR(params.grad()[i], fused_dparams[i], 1e-5) << "dparam " << i;
+}
+
+TEST(Gpt, FusedAttentionEqualsIndependentHeads) { expect_heads_match(false); }
+TEST(Gpt, FusedAttentionEqualsIndependentHeadsWithBias) { expect_heads_match(true); }
+
+TEST(Gpt, ParameterNamesAndInitFollowNanoGpt) {
+  GptConfig config;
+  config.n_layer = 2;
+  config.n_head = 2;
+  config.n_embd = 64;
+  config.block_size = 16;
+  config.vocab_size = 65;
+  config.bias = true;
+  Gpt model(config);
+  Rng rng(1);
+  model.init_weights(rng);
+  ParamStore& params = model.params();
+  EXPECT_EQ(params.slot(0).name, "transformer.wte.weight");
+  EXPECT_GE(params.index_of("transformer.h.1.mlp.c_proj.bias"), 0);
+  EXPECT_EQ(params.index_of("lm_head.weight"), -1);  // tied to wte
+  EXPECT_EQ(params.tensor("transformer.h.0.attn.c_attn.weight").shape, (Shape{192, 64}));
+  auto stddev = [&](const std::string& name) {
+    Tensor t = params.tensor(name);
+    double s = 0;
+    for (int64_t i = 0; i < t.numel(); ++i) s += double(t.data[i]) * t.data[i];
+    return std::sqrt(s / double(t.numel()));
+  };
+  EXPECT_NEAR(stddev("transformer.h.0.mlp.c_fc.weight"), 0.02, 0.002);
+  EXPECT_NEAR(stddev("transformer.h.0.mlp.c_proj.weight"), 0.02 / std::sqrt(4.0), 0.001);
+  EXPECT_EQ(params.tensor("transformer.h.0.ln_1.weight").data[5], 1.0f);
+  EXPECT_EQ(params.tensor("transformer.ln_f.bias").data[5], 0.0f);
+}
+
+}  // namespace
+}  // namespace gpt

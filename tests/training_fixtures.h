@@ -1,0 +1,95 @@
+// Helpers for training tests: a generated corpus with learnable structure, a scratch folder,
+// a tiny config, and the losses a run logged to metrics.jsonl.
+#pragma once
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/rng.h"
+#include "train/train_config.h"
+
+namespace gpt::testing {
+
+// Sentences of a few words: a model learns the spelling quickly, far below ln(V).
+inline std::string generated_corpus(std::size_t characters, uint64_t seed = 42) {
+  static const char* words[] = {"the", "king", "and", "queen", "shall", "speak", "of", "love", "to", "thee", "my", "lord"};
+  Rng rng(seed);
+  std::string text;
+  while (text.size() < characters) {
+    const int n = 3 + static_cast<int>(rng.below(5));
+    for (int i = 0; i < n; ++i) {
+      std::string w = words[rng.below(12)];
+      if (i == 0) w[0] = static_cast<char>(w[0] - 'a' + 'A');
+      text += w + (i + 1 < n ? " " : ".\n");
+    }
+  }
+  return text;
+}
+
+class ScratchDir {
+ public:
+  ScratchDir() {
+    path_ = std::filesystem::temp_directory_path() /
+            ("gpt-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter()++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path_); }
+  std::string file(const std::string& name) const { return (path_ / name).string(); }
+  std::string write(const std::string& name, const std::string& content) const {
+    std::ofstream(file(name), std::ios::binary) << content;
+    return file(name);
+  }
+
+ private:
+  static int& counter() {
+    static int c = 0;
+    return c;
+  }
+  std::filesystem::path path_;
+};
+
+inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_path) {
+  TrainConfig c;
+  c.data_path = corpus_path;
+  c.out_dir = dir.file("out");
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 32;
+  c.block_size = 16;
+  c.batch_size = 8;
+  c.dropout = 0.1;
+  c.bias = true;
+  c.max_iters = 20;
+  c.eval_interval = 5;
+  c.eval_iters = 2;
+  c.log_interval = 1;
+  c.warmup_iters = 5;
+  c.lr_decay_iters = 20;
+  c.learning_rate = 3e-3;
+  return c;
+}
+
+struct LoggedRun {
+  std::vector<std::pair<int64_t, double>> train;  // (iter, loss)
+  std::vector<std::pair<int64_t, double>> val;    // (iter, val loss)
+};
+
+inline LoggedRun read_metrics(const std::string& out_dir) {
+  LoggedRun run;
+  std::ifstream in(out_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "train") run.train.emplace_back(j["iter"].get<int64_t>(), j["loss"].get<double>());
+    else run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
+  }
+  return run;
+}
+
+}  // namespace gpt::testing
