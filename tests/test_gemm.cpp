@@ -32,7 +32,7 @@ std::vector<float> run(bool ta, bool tb, const Case& c, const std::vector<float>
 }
 
 TEST(Gemm, MatchesReferenceOnOddShapes) {
-  const Case cases[] = {{1, 1, 1}, {7, 5, 3}, {1, 65, 129}, {65, 1, 7}, {13, 17, 300}, {129, 65, 128}, {50, 130, 513}};
+  const Case cases[] = {{1, 1, 1}, {1, 384, 128}, {1, 65, 13}, {7, 5, 3}, {1, 65, 129}, {65, 1, 7}, {13, 17, 300}, {129, 65, 128}, {50, 130, 513}};
   for (const Case& c : cases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
@@ -57,7 +57,7 @@ TEST(Gemm, MatchesReferenceOnOddShapes) {
 }
 
 TEST(Gemm, PortablePathIsBitIdenticalToSimdPath) {
-  const Case c{37, 45, 301};
+  for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}}) {
   auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
   for (int ta = 0; ta < 2; ++ta)
     for (int tb = 0; tb < 2; ++tb) {
@@ -65,8 +65,9 @@ TEST(Gemm, PortablePathIsBitIdenticalToSimdPath) {
       gemm_force_portable(true);
       auto portable = run(ta, tb, c, A, B, C0, true);
       gemm_force_portable(false);
-      ASSERT_EQ(fast, portable) << "kernel " << gemm_kernel_name();
+      ASSERT_EQ(fast, portable) << "kernel " << gemm_kernel_name() << " M=" << c.M;
     }
+  }
 }
 
 TEST(Gemm, ResultDoesNotDependOnThreadCount) {

@@ -33,10 +33,14 @@ def main():
     ap.add_argument('--max_iters', type=int)
     ap.add_argument('--no_eval', action='store_true', help='skip evaluations (throughput runs)')
     ap.add_argument('--json', action='store_true')
+    ap.add_argument('--save', help='write the final model as a gpt-compatible model.safetensors')
+    ap.add_argument('--seed', type=int)
     args = ap.parse_args()
     cfg = dict(DEFAULTS)
     with open(args.config) as f:
         cfg.update({k: v for k, v in json.load(f).items() if k in DEFAULTS or k == 'data_path'})
+    if args.seed is not None:
+        cfg['seed'] = args.seed
     if args.max_iters is not None:
         cfg['max_iters'] = args.max_iters
     if args.threads:
@@ -109,6 +113,13 @@ def main():
         if it > cfg['max_iters']:
             break
     wall = time.time() - start
+    if args.save:
+        import safetensors_io
+        from nanogpt_model import state_dict_without_tied
+        model_config = dict(n_layer=cfg['n_layer'], n_head=cfg['n_head'], n_embd=cfg['n_embd'], block_size=T,
+                            vocab_size=len(chars), dropout=cfg['dropout'], bias=cfg['bias'])
+        safetensors_io.save(args.save, {k: v.detach().numpy() for k, v in state_dict_without_tied(model).items()},
+                            {'format': 'pt', 'config': json.dumps(model_config), 'vocab': json.dumps(chars)})
     ms = float(np.median(step_times[1:] if len(step_times) > 1 else step_times)) * 1000
     result = dict(final_val_loss=evals[-1][2] if evals else None, evals=evals, wall_seconds=wall,
                   median_ms_per_iter=ms, tokens_per_s=B * T * cfg['gradient_accumulation_steps'] / ms * 1000,

@@ -108,6 +108,39 @@ void micro_kernel_portable(int64_t kc, const float* a, const float* b, float* c,
 
 using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
 
+// Row-vector times transposed matrix (C[1,N] = a[1,K] B^T with B stored [N,K]), the shape of a
+// Linear layer on one token while sampling: packing would copy all of B for one row of output,
+// so each output is a dot product instead, in 8 lanes (FMA per term in k order within a lane),
+// lanes then added pairwise in a fixed tree. The portable version follows the same order.
+__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t K) {
+  __m256 acc = _mm256_setzero_ps();
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), acc);
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  for (int64_t r = 0; k < K; ++k, ++r) lanes[r] = std::fma(a[k], b[k], lanes[r]);
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+float dot_portable(const float* a, const float* b, int64_t K) {
+  float lanes[8] = {};
+  int64_t k = 0;
+  for (; k + 8 <= K; k += 8)
+    for (int r = 0; r < 8; ++r) lanes[r] = std::fma(a[k + r], b[k + r], lanes[r]);
+  for (int64_t r = 0; k < K; ++k, ++r) lanes[r] = std::fma(a[k], b[k], lanes[r]);
+  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+}
+
+void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
+                          bool accumulate) {
+  const auto dot = simd ? dot_avx2 : dot_portable;
+#pragma omp parallel for schedule(static) if (N * K >= (1 << 18))
+  for (int64_t j = 0; j < N; ++j) {
+    const float d = dot(a, B + j * ldb, K);
+    c[j] = accumulate ? c[j] + d : d;
+  }
+}
+
 struct PackBuffers {
   AlignedBuffer<float> a{static_cast<std::size_t>(MC * KC)};
   AlignedBuffer<float> b{static_cast<std::size_t>(KC * NC)};
@@ -160,7 +193,12 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc, 0, N * sizeof(float));
     return;
   }
-  const MicroKernel kernel = (!g_force_portable && cpu_has_avx2_fma()) ? micro_kernel_avx2 : micro_kernel_portable;
+  const bool simd = !g_force_portable && cpu_has_avx2_fma();
+  if (M == 1 && !trans_a && trans_b) {
+    row_times_transposed(simd, N, K, A, B, ldb, C, accumulate);
+    return;
+  }
+  const MicroKernel kernel = simd ? micro_kernel_avx2 : micro_kernel_portable;
   const int64_t tiles_m = (M + MC - 1) / MC;
   const int64_t tiles_n = (N + NC - 1) / NC;
   const int64_t tiles = tiles_m * tiles_n;

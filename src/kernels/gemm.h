@@ -7,6 +7,8 @@
 // Results do not depend on the thread count or the code path: every C element is summed in the
 // same k order by exactly one thread, with a fused multiply-add per term, both in the AVX2+FMA
 // micro-kernel and in the portable one (std::fma), so the two paths are bit-identical.
+// A single row times a transposed matrix (M = 1, trans_b: a Linear layer on one token) takes a
+// dot-product path instead of packing; its summation order differs from the tiled path's.
 #pragma once
 
 #include <cstdint>

@@ -1,0 +1,149 @@
+// gpt sample: streams generated text to stdout (flushed per character); logs go to stderr.
+// nanoGPT's output shape: each sample is the prompt followed by the new text, then a line of
+// dashes.
+#include <omp.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "data/dataset.h"
+#include "data/utf8.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint.h"
+#include "sample/text_generation.h"
+
+namespace gpt {
+
+namespace {
+
+struct SampleOptions {
+  std::string out_dir = "out";
+  std::string checkpoint;
+  std::string prompt = "\n";
+  std::string prompt_file;
+  int64_t max_new_tokens = 500;
+  int64_t num_samples = 1;
+  double temperature = 0.8;
+  int64_t top_k = 200;
+  double top_p = 1.0;
+  int64_t seed = 1337;
+  int64_t context_shift = 0;
+  int threads = 0;
+  bool quiet = false;
+};
+
+std::string vocabulary_listing(const Vocab& vocab) {
+  std::string s;
+  for (char32_t cp : vocab.code_points()) {
+    if (!s.empty()) s += ' ';
+    s += describe_code_point(cp);
+  }
+  return s;
+}
+
+void validate(const SampleOptions& o) {
+  if (o.max_new_tokens < 0) throw UserError("--max_new_tokens must be >= 0, got " + std::to_string(o.max_new_tokens));
+  if (o.num_samples < 1) throw UserError("--num_samples must be >= 1, got " + std::to_string(o.num_samples));
+  if (!(o.temperature >= 0)) throw UserError("--temperature must be >= 0 (0 = greedy), got " + std::to_string(o.temperature));
+  if (o.top_k < 0) throw UserError("--top_k must be >= 0 (0 = off), got " + std::to_string(o.top_k));
+  if (!(o.top_p > 0 && o.top_p <= 1)) throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  if (o.seed < 0) throw UserError("--seed must be >= 0");
+  if (o.context_shift < 0) throw UserError("--context_shift must be >= 0 (0 = exact)");
+}
+
+int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
+  setup_logging(options.quiet);
+  validate(options);
+  if (!options.prompt_file.empty() && prompt_flag->count() > 0) throw UserError("give --prompt or --prompt_file, not both");
+  if (options.threads > 0) omp_set_num_threads(options.threads);
+  LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  Gpt& model = *loaded.model;
+  const int64_t block_size = model.config().block_size;
+  if (options.context_shift > block_size)
+    throw UserError("--context_shift must be at most block_size (" + std::to_string(block_size) + ")");
+
+  std::string prompt_bytes = options.prompt;
+  std::string prompt_source = "--prompt";
+  if (!options.prompt_file.empty()) {
+    try {
+      prompt_bytes = read_whole_file(options.prompt_file);
+    } catch (const UserError& e) {
+      throw UserError(e.what(), 2);
+    }
+    prompt_source = options.prompt_file;
+  }
+  std::vector<char32_t> prompt_chars;
+  Utf8Error utf8_error;
+  if (!decode_utf8(prompt_bytes, prompt_chars, utf8_error))
+    throw UserError(prompt_source + ": invalid UTF-8 at byte offset " + std::to_string(utf8_error.byte_offset));
+  if (prompt_chars.empty()) throw UserError(prompt_source + ": the prompt is empty (the default is a newline)");
+  std::vector<int32_t> prompt;
+  try {
+    prompt = loaded.vocab.encode(prompt_chars, prompt_source);
+  } catch (const UserError& e) {
+    throw UserError(std::string(e.what()) + "; the vocabulary is: " + vocabulary_listing(loaded.vocab));
+  }
+  if (const int64_t dropped = crop_prompt(prompt, block_size); dropped > 0)
+    spdlog::warn("the prompt has {} characters; only its last {} (block_size) condition the text", prompt.size() + dropped,
+                 block_size);
+  spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(), block_size,
+               loaded.vocab.size(), options.context_shift ? "context_shift " + std::to_string(options.context_shift) : std::string("exact"));
+
+  GenerationSettings settings;
+  settings.max_new_tokens = options.max_new_tokens;
+  settings.context_shift = options.context_shift;
+  settings.sampling = {options.temperature, options.top_k, options.top_p};
+  Generator generator(model);
+  Rng rng(static_cast<uint64_t>(options.seed));
+  const std::string shown_prompt = [&] {
+    std::string s;
+    for (int32_t id : prompt) s += loaded.vocab.decode(id);
+    return s;
+  }();
+  const auto start = std::chrono::steady_clock::now();
+  for (int64_t sample = 0; sample < options.num_samples; ++sample) {
+    std::fputs(shown_prompt.c_str(), stdout);
+    std::fflush(stdout);
+    generate(generator, prompt, settings, rng, [&](int32_t id, const float*) {
+      std::fputs(loaded.vocab.decode(id).c_str(), stdout);
+      std::fflush(stdout);
+    });
+    std::fputs("\n---------------\n", stdout);
+    std::fflush(stdout);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double tokens = static_cast<double>(options.max_new_tokens * options.num_samples);
+  spdlog::info("{} tokens in {:.2f} s: {:.0f} tokens/s", static_cast<int64_t>(tokens), seconds, seconds > 0 ? tokens / seconds : 0.0);
+  return 0;
+}
+
+}  // namespace
+
+Command add_sample_command(CLI::App& app) {
+  auto options = std::make_shared<SampleOptions>();
+  CLI::App* sub = app.add_subcommand("sample", "Generate text from a trained checkpoint");
+  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
+  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
+  CLI::Option* prompt = sub->add_option("--prompt", options->prompt, "text to continue (default: a newline)");
+  sub->add_option("--prompt_file", options->prompt_file, "read the prompt from a UTF-8 file");
+  sub->add_option("--max_new_tokens", options->max_new_tokens, "characters to generate per sample")->capture_default_str();
+  sub->add_option("--num_samples", options->num_samples, "samples to draw")->capture_default_str();
+  sub->add_option("--temperature", options->temperature, "softmax temperature; 0 = greedy (argmax)")->capture_default_str();
+  sub->add_option("--top_k", options->top_k, "keep the k most likely characters (0 = off)")->capture_default_str();
+  sub->add_option("--top_p", options->top_p, "keep the smallest set reaching probability p, after top-k")->capture_default_str();
+  sub->add_option("--seed", options->seed, "random seed: same checkpoint, flags and seed give the same text")->capture_default_str();
+  sub->add_option("--context_shift", options->context_shift,
+                  "past block_size: 0 = exact (nanoGPT: re-encode the last block_size characters for every new one); "
+                  "N = when the context is full, drop the oldest N characters and re-encode once (faster; each "
+                  "character then sees block_size-N+1 .. block_size characters)")
+      ->capture_default_str();
+  sub->add_option("--threads", options->threads, "worker threads (0 = all cores)");
+  sub->add_flag("--quiet", options->quiet, "print only the generated text");
+  return {sub, [options, prompt] { return run_sample(*options, prompt); }};
+}
+
+}  // namespace gpt

@@ -1,0 +1,174 @@
+// Loaders of untrusted input: safetensors (every malformation is a clear error), UTF-8 decoding,
+// the vocabulary, the config loader's messages, and atomic file replacement.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "cli/config_loader.h"
+#include "core/check.h"
+#include "data/utf8.h"
+#include "data/vocab.h"
+#include "io/atomic_file.h"
+#include "io/safetensors.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+std::string with_header(const std::string& json, const std::string& data) {
+  std::string out(8, '\0');
+  uint64_t n = json.size();
+  std::memcpy(out.data(), &n, 8);  // x86-64 is little-endian, as the format
+  return out + json + data;
+}
+
+std::string expect_safetensors_error(const std::string& bytes) {
+  try {
+    SafetensorsReader reader(bytes, "test.safetensors");
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(std::string(e.what()).find("test.safetensors"), std::string::npos);
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
+TEST(Safetensors, RoundTripsTensorsAndMetadata) {
+  const float a[6] = {1, 2, 3, 4, 5, 6}, b[2] = {-1, 0.5f};
+  SafetensorsWriter writer;
+  writer.add("a", Shape{2, 3}, a);
+  writer.add("b.bias", Shape{2}, b);
+  writer.set_metadata("config", "{\"x\": 1}");
+  const std::string bytes = writer.serialize();
+  uint64_t header_len;
+  std::memcpy(&header_len, bytes.data(), 8);
+  EXPECT_EQ((8 + header_len) % 8, 0u);  // data section aligned as the Python library writes it
+  SafetensorsReader reader(bytes, "mem");
+  float out[6];
+  reader.read_into("a", Shape{2, 3}, out);
+  EXPECT_EQ(std::memcmp(out, a, sizeof a), 0);
+  reader.read_into("b.bias", Shape{2}, out);
+  EXPECT_EQ(out[1], 0.5f);
+  EXPECT_EQ(reader.metadata("config"), "{\"x\": 1}");
+  EXPECT_THROW(reader.read_into("a", Shape{3, 2}, out), UserError);
+  EXPECT_THROW(reader.read_into("missing", Shape{1}, out), UserError);
+  EXPECT_THROW(reader.metadata("vocab"), UserError);
+}
+
+TEST(Safetensors, RejectsEveryMalformation) {
+  const std::string data(8, '\0');
+  EXPECT_NE(expect_safetensors_error("abc").find("truncated"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header("{}", "").substr(0, 6)).find("truncated"), std::string::npos);
+  std::string past_end = with_header("{}", "");
+  past_end[0] = 100;
+  EXPECT_NE(expect_safetensors_error(past_end).find("runs past the end"), std::string::npos);
+  std::string huge = with_header("{}", "");
+  huge[7] = 0x7F;
+  EXPECT_NE(expect_safetensors_error(huge).find("implausibly large"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header("{not json", "")).find("not valid JSON"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header("[1]", "")).find("not a JSON object"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", data))
+                .find("expected F32"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data))
+                .find("non-negative"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,16]}})", data))
+                .find("runs past the data"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", data))
+                .find("needs 12"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", data))
+                .find("begin after end"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                                 R"("b":{"dtype":"F32","shape":[1],"data_offsets":[2,6]}})",
+                                                 data))
+                .find("overlap"),
+            std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"__metadata__":{"k":1}})", "")).find("not a string"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[2]}})", data)).find("data_offsets"),
+            std::string::npos);
+}
+
+TEST(Utf8, DecodesAndRejectsWithByteOffsets) {
+  std::vector<char32_t> out;
+  Utf8Error error;
+  ASSERT_TRUE(decode_utf8("a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80", out, error));
+  EXPECT_EQ(out, (std::vector<char32_t>{'a', 0xE9, 0x20AC, 0x1F600}));
+  std::string round;
+  for (char32_t c : out) append_utf8(c, round);
+  EXPECT_EQ(round, "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
+  const std::pair<std::string, std::size_t> bad[] = {
+      {"ab\x80", 2},             // lone continuation
+      {"abc\xC3", 3},            // truncated
+      {"\xC0\xAF", 0},           // overlong '/'
+      {"x\xED\xA0\x80", 1},      // surrogate
+      {"\xF4\x90\x80\x80", 0},   // above U+10FFFF
+      {"ok\xE2\x28\xA1", 2},     // bad continuation
+      {"\xFF", 0}};
+  for (const auto& [bytes, offset] : bad) {
+    EXPECT_FALSE(decode_utf8(bytes, out, error)) << bytes;
+    EXPECT_EQ(error.byte_offset, offset) << bytes;
+  }
+}
+
+TEST(Vocab, SortedIdsJsonRoundTripAndUnknownCharacters) {
+  std::vector<char32_t> text;
+  Utf8Error error;
+  ASSERT_TRUE(decode_utf8("hello, world\n\xC3\xA9", text, error));
+  const Vocab v = Vocab::from_text(text);
+  EXPECT_EQ(v.size(), 11);  // \n space , d e h l o r w é
+  EXPECT_EQ(v.code_point(0), U'\n');
+  EXPECT_EQ(*v.id_of(U'w'), 9);
+  const Vocab back = Vocab::from_json(v.to_json(), "x");
+  EXPECT_EQ(back.code_points(), v.code_points());
+  EXPECT_THROW(Vocab::from_json("[\"ab\"]", "x"), UserError);
+  EXPECT_THROW(Vocab::from_json("[\"b\", \"a\"]", "x"), UserError);
+  try {
+    v.encode({U'h', U'Z'}, "prompt");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("'Z' at position 1"), std::string::npos) << e.what();
+  }
+}
+
+TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
+  const TrainConfig c = parse_train_config(R"({"data_path": "x.txt", "n_layer": 4, "max_iters": 2000.0})", "c.json");
+  EXPECT_EQ(c.n_layer, 4);
+  EXPECT_EQ(c.max_iters, 2000);
+  EXPECT_EQ(c.n_embd, 384);  // default
+  EXPECT_EQ(nearest_config_key("lerning_rate"), "learning_rate");
+  EXPECT_EQ(nearest_config_key("nlayer"), "n_layer");
+  testing::ScratchDir dir;
+  const std::string path = dir.write("c.json", R"({"data_path": "x.txt"})");
+  const TrainConfig o = load_train_config(path, {{"n_head", "4"}, {"n_embd", "128"}, {"bias", "true"}, {"dropout", "0"}});
+  EXPECT_EQ(o.n_head, 4);
+  EXPECT_TRUE(o.bias);
+  EXPECT_EQ(o.dropout, 0.0);
+}
+
+TEST(AtomicFile, ReplacesWholeAndKeepsTheOldFileOnFailure) {
+  testing::ScratchDir dir;
+  const std::string path = dir.file("f.bin");
+  write_file_atomically(path, "first");
+  write_file_atomically(path, "second version");
+  EXPECT_EQ(read_whole_file(path), "second version");
+  // A folder that does not exist: the write fails with the file's name, nothing is created.
+  try {
+    write_file_atomically(dir.file("no/such/folder/f.bin"), "x");
+    FAIL();
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("no/such/folder/f.bin"), std::string::npos);
+    EXPECT_EQ(e.exit_code(), 1);
+  }
+  for (const auto& entry : std::filesystem::directory_iterator(dir.file("")))
+    EXPECT_EQ(entry.path().filename().string().find(".tmp"), std::string::npos) << "stray temporary file";
+}
+
+}  // namespace
+}  // namespace gpt

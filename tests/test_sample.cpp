@@ -1,0 +1,189 @@
+// Sampling: the KV-cached generator against full recomputation (nanoGPT's way) in both context
+// modes, the token sampler's controls, reproducibility.
+#include <gtest/gtest.h>
+#include <omp.h>
+
+#include <cmath>
+
+#include "model/gpt.h"
+#include "ops/ops.h"
+#include "sample/text_generation.h"
+
+namespace gpt {
+namespace {
+
+std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true) {
+  GptConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.block_size = block_size;
+  c.vocab_size = 13;
+  c.dropout = 0;
+  c.bias = bias;
+  auto model = std::make_unique<Gpt>(c);
+  Rng rng(11);
+  // Large random weights: sharp, position-dependent predictions, so mistakes show.
+  ParamStore& p = model->params();
+  for (std::size_t i = 0; i < p.padded_floats(); ++i) p.data()[i] = static_cast<float>(rng.normal() * 0.4);
+  return model;
+}
+
+struct Trace {
+  std::vector<int32_t> tokens;
+  std::vector<std::vector<float>> logits;
+};
+
+// nanoGPT's sample loop: a full forward over the context window for every token.
+Trace generate_by_recomputation(Gpt& model, const std::vector<int32_t>& prompt, const GenerationSettings& s, Rng& rng) {
+  const int64_t T = model.config().block_size, V = model.config().vocab_size;
+  Arena arena;
+  Graph g(arena);
+  NoGradGuard no_grad(g);
+  TokenSampler sampler(s.sampling);
+  std::vector<int32_t> tokens = prompt;
+  Trace trace;
+  int64_t window_begin = 0;
+  for (int64_t t = 0; t < s.max_new_tokens; ++t) {
+    const Window w = context_window(static_cast<int64_t>(tokens.size()), T, s.context_shift, window_begin);
+    window_begin = w.begin;
+    Gpt::Output out = model.forward(g, tokens.data() + w.begin, 1, w.end - w.begin, nullptr, false, rng);
+    const float* last = out.logits.data + (w.end - w.begin - 1) * V;
+    trace.logits.emplace_back(last, last + V);
+    tokens.push_back(sampler.next(last, V, rng));
+    trace.tokens.push_back(tokens.back());
+    g.reset();
+  }
+  return trace;
+}
+
+Trace generate_cached(Gpt& model, const std::vector<int32_t>& prompt, const GenerationSettings& s, Rng& rng) {
+  Generator generator(model);
+  Trace trace;
+  generate(generator, prompt, s, rng, [&](int32_t token, const float* logits) {
+    trace.tokens.push_back(token);
+    trace.logits.emplace_back(logits, logits + model.config().vocab_size);
+  });
+  return trace;
+}
+
+void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature) {
+  auto model = random_model();
+  std::vector<int32_t> prompt;
+  for (int64_t i = 0; i < prompt_length; ++i) prompt.push_back(static_cast<int32_t>((i * 5 + 3) % 13));
+  GenerationSettings s;
+  s.max_new_tokens = new_tokens;
+  s.context_shift = shift;
+  s.sampling = {temperature, 0, 1.0};
+  Rng rng_a(5), rng_b(5);
+  const Trace cached = generate_cached(*model, prompt, s, rng_a);
+  const Trace full = generate_by_recomputation(*model, prompt, s, rng_b);
+  ASSERT_EQ(cached.tokens, full.tokens);
+  for (std::size_t t = 0; t < full.logits.size(); ++t)
+    for (std::size_t v = 0; v < full.logits[t].size(); ++v)
+      ASSERT_NEAR(cached.logits[t][v], full.logits[t][v], 1e-5) << "token " << t << " logit " << v;
+}
+
+TEST(KvCache, ExactModeMatchesRecomputationGreedy) {
+  expect_same_generation(1, 30, 0, 0.0);  // short prompt, runs far past block_size 8
+  expect_same_generation(8, 12, 0, 0.0);  // prompt exactly block_size
+}
+
+TEST(KvCache, ExactModeMatchesRecomputationSampled) {
+  expect_same_generation(3, 30, 0, 1.0);
+  expect_same_generation(7, 5, 0, 0.7);   // stays within block_size
+}
+
+TEST(KvCache, ShiftModeMatchesRecomputationOverItsWindows) {
+  expect_same_generation(2, 40, 4, 1.0);
+  expect_same_generation(8, 25, 1, 0.0);
+  expect_same_generation(5, 25, 8, 1.0);  // shift = block_size: restart from the new token
+}
+
+TEST(KvCache, ShiftWindowsAreAsDocumented) {
+  // block_size 8, shift 3: once full, keep the last 8 - 3 + 1 = 6 tokens.
+  EXPECT_EQ(context_window(8, 8, 3, 0).begin, 0);
+  EXPECT_EQ(context_window(9, 8, 3, 0).begin, 3);
+  EXPECT_EQ(context_window(10, 8, 3, 3).begin, 3);
+  EXPECT_EQ(context_window(12, 8, 3, 3).begin, 6);
+  EXPECT_EQ(context_window(12, 8, 0, 3).begin, 4);  // exact: always the last block_size
+}
+
+TEST(KvCache, LongPromptIsCroppedToItsEnd) {
+  std::vector<int32_t> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+  EXPECT_EQ(crop_prompt(prompt, 8), 2);
+  EXPECT_EQ(prompt.front(), 3);
+  EXPECT_EQ(prompt.size(), 8u);
+  EXPECT_EQ(crop_prompt(prompt, 8), 0);
+}
+
+TEST(KvCache, PrefillLogitsMatchTheTrainingForward) {
+  auto model = random_model(8, false);
+  const std::vector<int32_t> tokens = {1, 4, 2, 12, 0, 7, 7, 3};
+  Generator generator(*model);
+  std::vector<float> cached;
+  generator.append(tokens.data(), 5, &cached);
+  std::vector<float> rest;
+  generator.append(tokens.data() + 5, 3, &rest);
+  cached.insert(cached.end(), rest.begin(), rest.end());
+  Arena arena;
+  Graph g(arena);
+  NoGradGuard no_grad(g);
+  Rng rng(0);
+  Gpt::Output out = model->forward(g, tokens.data(), 1, 8, nullptr, false, rng);
+  ASSERT_EQ(cached.size(), static_cast<std::size_t>(out.logits.numel()));
+  for (std::size_t i = 0; i < cached.size(); ++i) EXPECT_NEAR(cached[i], out.logits.data[i], 1e-5) << i;
+}
+
+TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
+  auto model = random_model();
+  GenerationSettings s;
+  s.max_new_tokens = 40;
+  s.sampling = {0.9, 5, 0.9};
+  const int saved = omp_get_max_threads();
+  Rng a(3), b(3), c(4);
+  omp_set_num_threads(1);
+  const auto one = generate_cached(*model, {1}, s, a).tokens;
+  omp_set_num_threads(2);
+  const auto two = generate_cached(*model, {1}, s, b).tokens;
+  const auto other_seed = generate_cached(*model, {1}, s, c).tokens;
+  omp_set_num_threads(saved);
+  EXPECT_EQ(one, two);
+  EXPECT_NE(one, other_seed);
+}
+
+TEST(TokenSampler, GreedyTopKAndTopP) {
+  const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
+  Rng rng(1);
+  EXPECT_EQ(TokenSampler({0.0, 0, 1.0}).next(logits, 5, rng), 1);  // temperature 0: argmax
+  TokenSampler top1({1.0, 1, 1.0}), top2({1.0, 2, 1.0}), nucleus({1.0, 0, 0.3}), clamped({1.0, 99, 1.0});
+  int counts[5] = {};
+  for (int i = 0; i < 2000; ++i) {
+    EXPECT_EQ(top1.next(logits, 5, rng), 1);
+    const int32_t t = top2.next(logits, 5, rng);
+    EXPECT_TRUE(t == 1 || t == 2);
+    EXPECT_EQ(nucleus.next(logits, 5, rng), 1);  // p(1) = 0.45 >= 0.3 alone
+    counts[clamped.next(logits, 5, rng)]++;
+  }
+  // top_k above V is clamped: plain softmax sampling; token 1 has probability ~0.45.
+  EXPECT_NEAR(counts[1] / 2000.0, 0.45, 0.05);
+  EXPECT_GT(counts[3], 0);
+}
+
+TEST(TokenSampler, TemperatureSharpensAndFlattens) {
+  const float logits[3] = {1.0f, 0.0f, 0.0f};
+  auto frequency_of_first = [&](double temperature) {
+    TokenSampler s({temperature, 0, 1.0});
+    Rng rng(9);
+    int first = 0;
+    for (int i = 0; i < 4000; ++i) first += s.next(logits, 3, rng) == 0;
+    return first / 4000.0;
+  };
+  const double e = std::exp(1.0);
+  EXPECT_NEAR(frequency_of_first(1.0), e / (e + 2), 0.03);
+  EXPECT_GT(frequency_of_first(0.3), 0.9);
+  EXPECT_LT(frequency_of_first(5.0), 0.45);
+}
+
+}  // namespace
+}  // namespace gpt
