@@ -1,0 +1,116 @@
+// gpt heads: runs a trained model on a text (no gradients, dropout off), captures every head's
+// attention, scores its pattern (see inspect/head_scores.h), prints a table or JSON, and can
+// write a self-contained HTML report with heatmaps.
+#include <spdlog/spdlog.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "data/dataset.h"
+#include "data/utf8.h"
+#include "inspect/heads_analysis.h"
+#include "inspect/heads_report.h"
+#include "io/atomic_file.h"
+#include "io/checkpoint.h"
+
+namespace gpt {
+
+namespace {
+
+struct HeadsOptions {
+  std::string out_dir = "out";
+  std::string checkpoint;
+  std::string prompt;
+  std::string report;
+  bool json = false;
+  int64_t induction_length = 0;  // 0: block_size / 2
+  int64_t seed = 1337;
+};
+
+// The default text: a passage of the run's validation split, from its first line start.
+std::vector<char32_t> validation_passage(const std::string& out_dir, int64_t block_size) {
+  const std::string config_path = (std::filesystem::path(out_dir) / "config.json").string();
+  std::error_code ec;
+  if (!std::filesystem::exists(config_path, ec))
+    throw UserError("no --prompt given and no " + config_path + " to find the training text; pass --prompt TEXT");
+  const nlohmann::json config = nlohmann::json::parse(read_whole_file(config_path), nullptr, false);
+  if (!config.is_object() || !config.contains("data_path") || !config["data_path"].is_string())
+    throw UserError(config_path + ": no data_path; pass --prompt TEXT");
+  const double val_fraction = config.value("val_fraction", 0.1);
+  const std::vector<char32_t> text = read_text_file(config["data_path"].get<std::string>());
+  auto begin = text.begin() + static_cast<std::ptrdiff_t>(static_cast<double>(text.size()) * (1.0 - val_fraction));
+  auto newline = std::find(begin, text.end(), U'\n');
+  if (newline != text.end() && text.end() - newline > block_size) begin = newline + 1;
+  return {begin, begin + std::min<std::ptrdiff_t>(block_size, text.end() - begin)};
+}
+
+int run_heads(const HeadsOptions& options) {
+  setup_logging(options.json);
+  LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  Gpt& model = *loaded.model;
+  const GptConfig& c = model.config();
+  std::vector<char32_t> chars;
+  if (!options.prompt.empty()) {
+    Utf8Error error;
+    if (!decode_utf8(options.prompt, chars, error)) throw UserError("--prompt: invalid UTF-8 at byte offset " + std::to_string(error.byte_offset));
+  } else {
+    chars = validation_passage(options.out_dir, c.block_size);
+  }
+  std::vector<int32_t> ids = loaded.vocab.encode(chars, "--prompt");
+  if (static_cast<int64_t>(ids.size()) > c.block_size) {
+    spdlog::warn("the prompt is longer than block_size {}; using its first {} characters", c.block_size, c.block_size);
+    ids.resize(static_cast<std::size_t>(c.block_size));
+  }
+  const int64_t n = static_cast<int64_t>(ids.size());
+  if (n < 2) throw UserError("--prompt needs at least 2 characters");
+  const int64_t L = options.induction_length > 0 ? options.induction_length : c.block_size / 2;
+  if (L < 2 || 2 * L > c.block_size)
+    throw UserError("--induction_length must be in [2, block_size / 2] = [2, " + std::to_string(c.block_size / 2) + "]");
+
+  HeadsReportInput report = analyze_heads(model, loaded.vocab, ids, L, static_cast<uint64_t>(options.seed));
+  report.model_path = loaded.path;
+
+  if (options.json) {
+    nlohmann::ordered_json j = {{"model", loaded.path}, {"prompt_length", n}, {"induction_length", L}, {"induction_seed", options.seed}};
+    j["heads"] = nlohmann::ordered_json::array();
+    for (const HeadScores& s : report.scores)
+      j["heads"].push_back({{"layer", s.layer}, {"head", s.head}, {"label", s.label}, {"previous_token", s.previous_token},
+                            {"self", s.self}, {"first_token", s.first_token}, {"entropy", s.entropy},
+                            {"distance", s.distance}, {"induction", s.induction}});
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::printf("%d characters of text; induction test: %lld random characters repeated twice (seed %lld)\n\n",
+                static_cast<int>(n), static_cast<long long>(L), static_cast<long long>(options.seed));
+    std::printf("layer head  label           previous  self   first  entropy  distance  induction\n");
+    for (const HeadScores& s : report.scores)
+      std::printf("%5lld %4lld  %-15s %8.3f %6.3f %6.3f %8.3f %9.1f %10.3f\n", static_cast<long long>(s.layer),
+                  static_cast<long long>(s.head), s.label.c_str(), s.previous_token, s.self, s.first_token, s.entropy,
+                  s.distance, s.induction);
+  }
+  if (!options.report.empty()) {
+    write_file_atomically(options.report, render_heads_report(report));
+    spdlog::info("wrote {}", options.report);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_heads_command(CLI::App& app) {
+  auto options = std::make_shared<HeadsOptions>();
+  CLI::App* sub = app.add_subcommand("heads", "Show what each attention head of a trained model attends to");
+  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors (and config.json)")->capture_default_str();
+  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir; needs --prompt)");
+  sub->add_option("--prompt", options->prompt, "text to analyse (default: a passage of the validation split, up to block_size)");
+  sub->add_option("--report", options->report, "write a self-contained HTML report with heatmaps to this file");
+  sub->add_flag("--json", options->json, "print the scores as JSON");
+  sub->add_option("--induction_length", options->induction_length, "length L of the repeated random sequence (default block_size/2)");
+  sub->add_option("--seed", options->seed, "seed of the random sequence")->capture_default_str();
+  return {sub, [options] { return run_heads(*options); }};
+}
+
+}  // namespace gpt

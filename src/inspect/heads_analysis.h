@@ -1,0 +1,17 @@
+// Runs a model on a text and on the induction test sequence with attention capture on, and
+// scores every head (see head_scores.h). No gradients, dropout off.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "data/vocab.h"
+#include "inspect/heads_report.h"
+#include "model/gpt.h"
+
+namespace gpt {
+
+// ids: 2 .. block_size tokens; L in [2, block_size / 2]; the random sequence is drawn from Rng(seed).
+HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L, uint64_t seed);
+
+}  // namespace gpt
