@@ -1,6 +1,7 @@
 // gpt: command-line entry point. Wires the subcommands (one file each under cli/) and maps
 // errors to exit codes: 2 for usage and input errors, 1 for runtime failures.
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <new>
 #include <vector>
@@ -9,6 +10,9 @@
 #include "core/check.h"
 
 int main(int argc, char** argv) {
+  // Past a file size limit, write() should fail with EFBIG (reported with the file's name, the
+  // old checkpoint kept) instead of the process being killed by SIGXFSZ mid-write.
+  std::signal(SIGXFSZ, SIG_IGN);
   CLI::App app{"gpt: train and sample character-level GPT models (nanoGPT's model, in one native binary)"};
   app.set_version_flag("--version", std::string("gpt ") + GPT_VERSION);
   app.require_subcommand(1);

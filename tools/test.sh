@@ -7,21 +7,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(g++ cmake make libcli11-dev libspdlog-dev nlohmann-json3-dev libgtest-dev)
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if ((${#missing[@]})); then
-  if [[ $(id -u) -eq 0 ]]; then
-    echo "installing: ${missing[*]}"
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
-  else
-    echo "missing packages; run: sudo apt-get install -y ${missing[*]}" >&2
-    exit 1
-  fi
-fi
+tools/install_deps.sh
 
 build_dir=${GPT_BUILD_DIR:-build}
 jobs=$(nproc)

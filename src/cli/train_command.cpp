@@ -76,7 +76,9 @@ Command add_train_command(CLI::App& app) {
         key.member);
     const std::string help = std::string(key.help) + " (default " + default_values[key.name].dump() + ")";
     options->key_flags[key.name] =
-        group->add_option(std::string("--") + key.name, options->key_values[key.name], help)->type_name(type);
+        group->add_option(std::string("--") + key.name, options->key_values[key.name], help)
+            ->type_name(type)
+            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last one wins
   }
   return {sub, [options] { return run_train(*options); }};
 }

@@ -1,0 +1,51 @@
+// Starts the gpt binary as a child process (output to a file), so tests can signal it, kill it,
+// or limit its file sizes as the world would.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
+
+namespace gpt::testing {
+
+class ChildProcess {
+ public:
+  // args: gpt's arguments. file_size_limit > 0 sets RLIMIT_FSIZE in the child.
+  ChildProcess(const std::vector<std::string>& args, const std::string& log_path, long file_size_limit = 0) {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      if (file_size_limit > 0) {
+        rlimit limit{static_cast<rlim_t>(file_size_limit), static_cast<rlim_t>(file_size_limit)};
+        ::setrlimit(RLIMIT_FSIZE, &limit);
+      }
+      std::vector<char*> argv;
+      std::string binary = GPT_BINARY;
+      argv.push_back(binary.data());
+      std::vector<std::string> copy = args;
+      for (auto& a : copy) argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(binary.c_str(), argv.data());
+      ::_exit(127);
+    }
+  }
+  void signal(int sig) { ::kill(pid_, sig); }
+  // Exit code, or 128 + signal number when killed.
+  int wait() {
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  pid_t pid_;
+};
+
+}  // namespace gpt::testing
