@@ -9,9 +9,9 @@
 #include <csignal>
 #include <map>
 #include <memory>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_flags.h"
 #include "cli/config_loader.h"
 #include "io/checkpoint.h"
 #include "train/progress.h"
@@ -31,16 +31,12 @@ extern "C" void on_stop_signal(int signal) {
 struct TrainOptions {
   std::string config_path;
   bool quiet = false;
-  std::map<std::string, CLI::Option*> key_flags;
-  std::map<std::string, std::string> key_values;
+  ConfigFlags config_flags;
 };
 
 int run_train(TrainOptions& options) {
   setup_logging(options.quiet);
-  std::map<std::string, std::string> overrides;
-  for (const auto& [key, flag] : options.key_flags)
-    if (flag->count() > 0) overrides[key] = options.key_values[key];
-  const TrainConfig config = load_train_config(options.config_path, overrides);
+  const TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -61,25 +57,7 @@ Command add_train_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("train", "Train a character-level GPT on a text file");
   sub->add_option("--config", options->config_path, "JSON config file (nanoGPT's key names)")->check(CLI::ExistingFile);
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
-  auto* group = sub->add_option_group("config keys", "Every config key, overriding the file");
-  const TrainConfig defaults;
-  const nlohmann::ordered_json default_values = to_json(defaults);
-  for (const ConfigKey& key : config_keys()) {
-    const char* type = std::visit(
-        [](auto member) {
-          using T = std::remove_reference_t<decltype(defaults.*member)>;
-          if constexpr (std::is_same_v<T, int64_t>) return "INT";
-          else if constexpr (std::is_same_v<T, double>) return "FLOAT";
-          else if constexpr (std::is_same_v<T, bool>) return "BOOL";
-          else return "TEXT";
-        },
-        key.member);
-    const std::string help = std::string(key.help) + " (default " + default_values[key.name].dump() + ")";
-    options->key_flags[key.name] =
-        group->add_option(std::string("--") + key.name, options->key_values[key.name], help)
-            ->type_name(type)
-            ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a repeated flag: the last one wins
-  }
+  add_config_flags(sub, options->config_flags);
   return {sub, [options] { return run_train(*options); }};
 }
 

@@ -13,14 +13,13 @@ namespace gpt {
 
 namespace {
 
-// Register tile (MR x NR) and cache blocks. A 6x16 tile keeps 12 ymm accumulators plus two B
-// vectors and one broadcast in the 16 AVX2 registers. KC x NR floats of packed B (16 KiB) stay in
-// L1; an MC x KC block of packed A and a KC x NC panel of B (128 KiB) stay in L2.
-constexpr int64_t MR = 6;
-constexpr int64_t NR = 16;
+// Cache blocks (in elements): an MC x KC block of packed A and a KC x NC panel of packed B stay in
+// L2; one KC x NR sliver of B stays in L1. The register tile MR x NR depends on the kernel.
 constexpr int64_t KC = 256;
-constexpr int64_t MC = 48;   // multiple of MR
-constexpr int64_t NC = 128;  // multiple of NR
+constexpr int64_t MC = 48;   // a multiple of every kernel's MR
+constexpr int64_t NC = 128;  // a multiple of every kernel's NR
+constexpr int64_t kMaxMR = 12;
+constexpr int64_t kMaxTile = kMaxMR * 32;
 
 bool g_force_portable = false;
 
@@ -28,52 +27,92 @@ bool cpu_has_avx2_fma() {
   static const bool has = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return has;
 }
+bool cpu_has_avx512() {
+  static const bool has = __builtin_cpu_supports("avx512f");
+  return has;
+}
 
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers: for each k, MR consecutive values.
 // Rows past mc are zero so the micro-kernel never branches on edges.
-void pack_a(bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc, float* out) {
-  for (int64_t ir = 0; ir < mc; ir += MR) {
+void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+            float* out) {
+  for (int64_t ir = 0; ir < mc; ir += MR, out += MR * kc) {
     const int64_t rows = std::min(MR, mc - ir);
-    for (int64_t k = 0; k < kc; ++k) {
-      for (int64_t r = 0; r < MR; ++r) {
-        float v = 0.0f;
-        if (r < rows) {
-          const int64_t i = i0 + ir + r, p = p0 + k;
-          v = trans_a ? A[p * lda + i] : A[i * lda + p];
-        }
-        *out++ = v;
+    if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
+      for (int64_t k = 0; k < kc; ++k) {
+        const float* src = A + (p0 + k) * lda + i0 + ir;
+        float* dst = out + k * MR;
+        for (int64_t r = 0; r < rows; ++r) dst[r] = src[r];
+        for (int64_t r = rows; r < MR; ++r) dst[r] = 0.0f;
       }
+    } else {  // A stored [M, K]: each row is contiguous in k; write it with stride MR
+      for (int64_t r = 0; r < rows; ++r) {
+        const float* src = A + (i0 + ir + r) * lda + p0;
+        for (int64_t k = 0; k < kc; ++k) out[k * MR + r] = src[k];
+      }
+      for (int64_t r = rows; r < MR; ++r)
+        for (int64_t k = 0; k < kc; ++k) out[k * MR + r] = 0.0f;
     }
   }
 }
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column slivers: for each k, NR consecutive values.
-void pack_b(bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j0, int64_t nc, float* out) {
-  for (int64_t jr = 0; jr < nc; jr += NR) {
-    const int64_t cols = std::min(NR, nc - jr);
-    if (!trans_b && cols == NR) {
-      for (int64_t k = 0; k < kc; ++k) {
-        std::memcpy(out, B + (p0 + k) * ldb + j0 + jr, NR * sizeof(float));
-        out += NR;
-      }
-      continue;
-    }
+void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
+                   float* out) {
+  if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
     for (int64_t k = 0; k < kc; ++k) {
-      for (int64_t c = 0; c < NR; ++c) {
-        float v = 0.0f;
-        if (c < cols) {
-          const int64_t j = j0 + jr + c, p = p0 + k;
-          v = trans_b ? B[j * ldb + p] : B[p * ldb + j];
-        }
-        *out++ = v;
-      }
+      const float* src = B + (p0 + k) * ldb + j;
+      float* dst = out + k * NR;
+      for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
+      for (int64_t c = cols; c < NR; ++c) dst[c] = 0.0f;
     }
+  } else {  // B stored [N, K]: each column is contiguous in k; write it with stride NR
+    for (int64_t c = 0; c < cols; ++c) {
+      const float* src = B + (j + c) * ldb + p0;
+      for (int64_t k = 0; k < kc; ++k) out[k * NR + c] = src[k];
+    }
+    for (int64_t c = cols; c < NR; ++c)
+      for (int64_t k = 0; k < kc; ++k) out[k * NR + c] = 0.0f;
   }
 }
 
-// c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k], one FMA per term in k order.
-__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a, const float* b, float* c,
-                                                           int64_t ldc, bool load_c) {
+// Every micro-kernel computes c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
+// with one fused multiply-add per term in k order, so all of them round identically.
+
+// A is read either packed (a[k * MR + r], kDirectA = false) or straight from a row-major matrix
+// (a[r * lda + k], kDirectA = true: no packing for the common non-transposed case).
+
+// AVX-512: 12 x 32 tile, 24 zmm accumulators.
+template <bool kDirectA>
+__attribute__((target("avx512f"))) void micro_kernel_avx512(int64_t kc, const float* a, int64_t lda, const float* b,
+                                                            float* c, int64_t ldc, bool load_c) {
+  constexpr int MR = 12;
+  __m512 acc[MR][2];
+  for (int r = 0; r < MR; ++r) {
+    acc[r][0] = load_c ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = load_c ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b);
+    const __m512 b1 = _mm512_load_ps(b + 16);
+    for (int r = 0; r < MR; ++r) {
+      const __m512 ar = _mm512_set1_ps(kDirectA ? a[r * lda + k] : a[k * MR + r]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+    }
+    b += 32;
+  }
+  for (int r = 0; r < MR; ++r) {
+    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+  }
+}
+
+// AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators plus two B vectors and one broadcast.
+template <bool kDirectA>
+__attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
+                                                           float* c, int64_t ldc, bool load_c) {
+  constexpr int MR = 6;
   __m256 acc[MR][2];
   for (int r = 0; r < MR; ++r) {
     acc[r][0] = load_c ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
@@ -83,12 +122,11 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
     const __m256 b0 = _mm256_load_ps(b);
     const __m256 b1 = _mm256_load_ps(b + 8);
     for (int r = 0; r < MR; ++r) {
-      const __m256 ar = _mm256_broadcast_ss(a + r);
+      const __m256 ar = _mm256_set1_ps(kDirectA ? a[r * lda + k] : a[k * MR + r]);
       acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
     }
-    a += MR;
-    b += NR;
+    b += 16;
   }
   for (int r = 0; r < MR; ++r) {
     _mm256_storeu_ps(c + r * ldc, acc[r][0]);
@@ -96,17 +134,37 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
   }
 }
 
-void micro_kernel_portable(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, bool load_c) {
+// Portable: the same FMA chain per element with std::fma (6 x 16 tile).
+template <bool kDirectA>
+void micro_kernel_portable(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool load_c) {
+  constexpr int64_t MR = 6, NR = 16;
   for (int64_t r = 0; r < MR; ++r) {
     for (int64_t j = 0; j < NR; ++j) {
       float acc = load_c ? c[r * ldc + j] : 0.0f;
-      for (int64_t k = 0; k < kc; ++k) acc = std::fma(a[k * MR + r], b[k * NR + j], acc);
+      for (int64_t k = 0; k < kc; ++k) acc = std::fma(kDirectA ? a[r * lda + k] : a[k * MR + r], b[k * NR + j], acc);
       c[r * ldc + j] = acc;
     }
   }
 }
 
-using MicroKernel = void (*)(int64_t, const float*, const float*, float*, int64_t, bool);
+using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
+struct Kernel {
+  MicroKernel packed_a, direct_a;
+  int64_t MR, NR;
+  int vector_width;
+  const char* name;
+};
+
+const Kernel kAvx512{micro_kernel_avx512<false>, micro_kernel_avx512<true>, 12, 32, 16, "avx512"};
+const Kernel kAvx2{micro_kernel_avx2<false>, micro_kernel_avx2<true>, 6, 16, 8, "avx2-fma"};
+const Kernel kPortable{micro_kernel_portable<false>, micro_kernel_portable<true>, 6, 16, 1, "portable"};
+
+const Kernel& active_kernel() {
+  if (g_force_portable) return kPortable;
+  if (cpu_has_avx512()) return kAvx512;
+  if (cpu_has_avx2_fma()) return kAvx2;
+  return kPortable;
+}
 
 // Row-vector times transposed matrix (C[1,N] = a[1,K] B^T with B stored [N,K]), the shape of a
 // Linear layer on one token while sampling: packing would copy all of B for one row of output,
@@ -141,48 +199,54 @@ void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const
   }
 }
 
-struct PackBuffers {
-  AlignedBuffer<float> a{static_cast<std::size_t>(MC * KC)};
-  AlignedBuffer<float> b{static_cast<std::size_t>(KC * NC)};
+// Grow-only buffers: after the first steps of a run no call allocates.
+struct GrowableBuffer {
+  AlignedBuffer<float> buffer;
+  float* get(std::size_t n) {
+    if (buffer.size() < n) buffer = AlignedBuffer<float>(n);
+    return buffer.data();
+  }
 };
+GrowableBuffer g_packed_b;  // shared by the team: one K block of all of op(B), packed once per call
 
-// One MC x NC tile of C over the whole K range, by one thread.
-void compute_tile(MicroKernel kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
-                  int64_t lda, const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate, int64_t i0,
-                  int64_t j0) {
-  thread_local PackBuffers buffers;  // allocated once per thread, reused by every call
-  const int64_t mc = std::min(MC, M - i0);
-  const int64_t nc = std::min(NC, N - j0);
-  alignas(64) float edge[MR * NR];
-  for (int64_t p0 = 0; p0 < K; p0 += KC) {
-    const int64_t kc = std::min(KC, K - p0);
-    const bool load_c = accumulate || p0 > 0;
-    pack_a(trans_a, A, lda, i0, mc, p0, kc, buffers.a.data());
-    pack_b(trans_b, B, ldb, p0, kc, j0, nc, buffers.b.data());
-    for (int64_t jr = 0; jr < nc; jr += NR) {
-      const int64_t cols = std::min(NR, nc - jr);
-      for (int64_t ir = 0; ir < mc; ir += MR) {
-        const int64_t rows = std::min(MR, mc - ir);
-        const float* a = buffers.a.data() + ir * kc;
-        const float* b = buffers.b.data() + jr * kc;
-        float* c = C + (i0 + ir) * ldc + j0 + jr;
-        if (rows == MR && cols == NR) {
-          kernel(kc, a, b, c, ldc, load_c);
-          continue;
-        }
-        // Edge tile: run the full kernel on a local copy, write back only the valid part.
-        if (load_c)
-          for (int64_t r = 0; r < rows; ++r) std::memcpy(edge + r * NR, c + r * ldc, cols * sizeof(float));
-        kernel(kc, a, b, edge, NR, load_c);
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
+// Runs the micro-kernels of rows [i0, i0+mc) x columns [j0, j0+nc) against the shared packed B
+// (slivers of NR columns, each kc x NR). A full MR-row sliver of a non-transposed A is read in
+// place; a transposed A, and the last partial sliver, are packed first into `a_scratch`.
+void multiply_block(const Kernel& kernel, bool trans_a, const float* A, int64_t lda, int64_t p0, const float* packed_b,
+                    int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C, int64_t ldc, bool load_c,
+                    float* a_scratch) {
+  const int64_t MR = kernel.MR, NR = kernel.NR;
+  alignas(64) float edge[kMaxTile];
+  for (int64_t ir = 0; ir < mc; ir += MR) {
+    const int64_t rows = std::min(MR, mc - ir);
+    const bool direct = !trans_a && rows == MR;
+    const float* a = A + (i0 + ir) * lda + p0;
+    if (!direct) {
+      pack_a(MR, trans_a, A, lda, i0 + ir, rows, p0, kc, a_scratch);
+      a = a_scratch;
+    }
+    const MicroKernel micro = direct ? kernel.direct_a : kernel.packed_a;
+    for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
+      const int64_t cols = std::min(NR, j0 + nc - jr);
+      const float* b = packed_b + (jr / NR) * NR * kc;
+      float* c = C + (i0 + ir) * ldc + jr;
+      if (rows == MR && cols == NR) {
+        micro(kc, a, lda, b, c, ldc, load_c);
+        continue;
       }
+      // Edge tile: run the full kernel on a local copy, write back only the valid part.
+      if (load_c)
+        for (int64_t r = 0; r < rows; ++r) std::memcpy(edge + r * NR, c + r * ldc, cols * sizeof(float));
+      micro(kc, a, lda, b, edge, NR, load_c);
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
     }
   }
 }
 
 }  // namespace
 
-const char* gemm_kernel_name() { return (!g_force_portable && cpu_has_avx2_fma()) ? "avx2-fma" : "portable"; }
+const char* gemm_kernel_name() { return active_kernel().name; }
+int gemm_vector_width() { return active_kernel().vector_width; }
 void gemm_force_portable(bool force) { g_force_portable = force; }
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
@@ -193,22 +257,42 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
       for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc, 0, N * sizeof(float));
     return;
   }
-  const bool simd = !g_force_portable && cpu_has_avx2_fma();
+  const Kernel& kernel = active_kernel();
   if (M == 1 && !trans_a && trans_b) {
-    row_times_transposed(simd, N, K, A, B, ldb, C, accumulate);
+    row_times_transposed(kernel.vector_width > 1, N, K, A, B, ldb, C, accumulate);
     return;
   }
-  const MicroKernel kernel = simd ? micro_kernel_avx2 : micro_kernel_portable;
-  const int64_t tiles_m = (M + MC - 1) / MC;
-  const int64_t tiles_n = (N + NC - 1) / NC;
-  const int64_t tiles = tiles_m * tiles_n;
-  // Small products are not worth waking the thread team; inside an enclosing parallel region
-  // OpenMP runs this loop on the calling thread alone.
-  const bool parallel = tiles > 1 && M * N * K >= (1 << 18);
-#pragma omp parallel for schedule(static) if (parallel)
-  for (int64_t t = 0; t < tiles; ++t) {
-    compute_tile(kernel, trans_a, trans_b, M, N, K, A, lda, B, ldb, C, ldc, accumulate, (t / tiles_n) * MC,
-                 (t % tiles_n) * NC);
+  // Work items: MC-row blocks times column chunks (a multiple of NR), enough of them to balance
+  // the threads. Each item packs its own A block; op(B) is packed once per K block, shared.
+  const int64_t NR = kernel.NR;
+  const int64_t slivers = (N + NR - 1) / NR;
+  const int64_t blocks_m = (M + MC - 1) / MC;
+  const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  int64_t chunks_n = 1;
+  while (blocks_m * chunks_n < 4 * threads && chunks_n < slivers) ++chunks_n;
+  const int64_t chunk_slivers = (slivers + chunks_n - 1) / chunks_n;
+  chunks_n = (slivers + chunk_slivers - 1) / chunk_slivers;
+  const int64_t items = blocks_m * chunks_n;
+  const bool parallel = items > 1 && M * N * K >= (1 << 18) && threads > 1;
+  thread_local GrowableBuffer packed_a;        // per thread
+  thread_local GrowableBuffer own_packed_b;    // used when called inside an enclosing parallel region
+  float* packed_b = (omp_in_parallel() ? own_packed_b : g_packed_b).get(static_cast<std::size_t>(slivers * NR * std::min(K, KC)));
+  for (int64_t p0 = 0; p0 < K; p0 += KC) {
+    const int64_t kc = std::min(KC, K - p0);
+    const bool load_c = accumulate || p0 > 0;
+#pragma omp parallel if (parallel)
+    {
+#pragma omp for schedule(static)
+      for (int64_t s = 0; s < slivers; ++s)
+        pack_b_sliver(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), packed_b + s * NR * kc);
+      float* a_scratch = packed_a.get(static_cast<std::size_t>(kMaxMR * KC));  // one MR x KC sliver
+#pragma omp for schedule(static)
+      for (int64_t item = 0; item < items; ++item) {
+        const int64_t i0 = (item / chunks_n) * MC, mc = std::min(MC, M - i0);
+        const int64_t j0 = (item % chunks_n) * chunk_slivers * NR, nc = std::min(chunk_slivers * NR, N - j0);
+        multiply_block(kernel, trans_a, A, lda, p0, packed_b, kc, i0, mc, j0, nc, C, ldc, load_c, a_scratch);
+      }
+    }
   }
 }
 

@@ -6,7 +6,7 @@
 // never materialised.
 // Results do not depend on the thread count or the code path: every C element is summed in the
 // same k order by exactly one thread, with a fused multiply-add per term, both in the AVX2+FMA
-// micro-kernel and in the portable one (std::fma), so the two paths are bit-identical.
+// micro-kernel (or AVX-512's) and in the portable one (std::fma), so all paths are bit-identical.
 // A single row times a transposed matrix (M = 1, trans_b: a Linear layer on one token) takes a
 // dot-product path instead of packing; its summation order differs from the tiled path's.
 #pragma once
@@ -18,8 +18,10 @@ namespace gpt {
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate);
 
-// Which micro-kernel gemm() uses: "avx2-fma" when the CPU has it, else "portable".
+// Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
+// "avx2-fma" or "portable"; and its vector width in floats (1 for portable).
 const char* gemm_kernel_name();
+int gemm_vector_width();
 // Forces the portable micro-kernel (tests compare both paths bit for bit).
 void gemm_force_portable(bool force);
 

@@ -15,11 +15,11 @@
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "model/gpt.h"
-#include "ops/ops.h"
 #include "train/adamw.h"
 #include "train/evaluate.h"
 #include "train/lr_schedule.h"
 #include "train/progress.h"
+#include "train/train_step.h"
 
 namespace gpt {
 
@@ -97,6 +97,7 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
   write_file_atomically((std::filesystem::path(config.out_dir) / "config.json").string(), to_json(config).dump(2) + "\n");
 
   const int64_t B = config.batch_size, T = config.block_size, accum = config.gradient_accumulation_steps;
+  const StepSettings step_settings{B, T, accum, config.grad_clip};
   const double tokens_per_iter = static_cast<double>(B * T * accum);
   spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}", model->params().parameter_count(),
                config.n_layer, config.n_head, config.n_embd, config.block_size, data.vocab().size());
@@ -147,23 +148,12 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
 
     const auto iter_start = Clock::now();
     const double lr = schedule.at(iter);
-    double loss_sum = 0.0;
-    for (int64_t micro = 0; micro < accum; ++micro) {
-      Dataset::sample_batch(data.train(), B, T, rng, batch);
-      Gpt::Output out = model->forward(graph, batch.inputs.data(), B, T, batch.targets.data(), true, rng);
-      loss_sum += out.loss.item();
-      // Each micro-batch's loss is scaled so the accumulated gradient is the mean's gradient.
-      graph.backward(accum > 1 ? scale(graph, out.loss, 1.0f / static_cast<float>(accum)) : out.loss);
-      graph.reset();
-    }
-    const double loss = loss_sum / static_cast<double>(accum);
-    const double grad_norm = clip_grad_norm(model->params(), config.grad_clip);
-    if (!std::isfinite(loss) || !std::isfinite(grad_norm))
+    const StepResult step = train_step(*model, graph, optimizer, data.train(), step_settings, lr, rng, batch);
+    const double loss = step.loss, grad_norm = step.grad_norm;
+    if (!step.finite())
       throw UserError("training diverged at iteration " + std::to_string(iter) + ": loss " + std::to_string(loss) +
                       ", gradient norm " + std::to_string(grad_norm) + " (learning rate " + std::to_string(lr) +
                       "); the last good checkpoint in " + config.out_dir + " was kept. Try a lower learning_rate.", 1);
-    optimizer.step(lr);
-    model->params().zero_grad();
     const double dt = seconds_since(iter_start);
     train_seconds += dt;
     ++result.iterations;

@@ -1,0 +1,106 @@
+// gpt bench --config FILE: times training iterations of a config (forward, backward, clipping,
+// AdamW; no evaluation, no checkpoints) and reports the median ms/iter, tokens/s, GFLOP/s by
+// nanoGPT's estimate (6N + 12 L H Q T per token), MFU against the measured FMA peak, peak RSS.
+#include <omp.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/config_loader.h"
+#include "cli/config_flags.h"
+#include "core/check.h"
+#include "kernels/fma_probe.h"
+#include "kernels/gemm.h"
+#include "train/lr_schedule.h"
+#include "train/train_step.h"
+
+namespace gpt {
+
+namespace {
+
+struct BenchOptions {
+  std::string config_path;
+  int64_t iters = 20;
+  int64_t warmup = 3;
+  double peak_gflops = 0;
+  bool json = false;
+  ConfigFlags config_flags;
+};
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+int run_bench(BenchOptions& options) {
+  setup_logging(options.json);
+  if (options.iters < 1 || options.warmup < 0) throw UserError("--iters must be >= 1 and --warmup >= 0");
+  const TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
+  if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
+  const Dataset data(config.data_path, config.val_fraction, config.block_size);
+  Gpt model(config.model_config(data.vocab().size()));
+  Rng rng(static_cast<uint64_t>(config.seed));
+  model.init_weights(rng);
+  AdamW optimizer(model.params(), {config.beta1, config.beta2, 1e-8, config.weight_decay});
+  const LrSchedule schedule{config.learning_rate, config.min_lr, config.warmup_iters, config.lr_decay_iters, config.decay_lr};
+  const StepSettings settings{config.batch_size, config.block_size, config.gradient_accumulation_steps, config.grad_clip};
+  Arena arena(64u << 20);
+  Graph graph(arena);
+  Batch batch;
+  std::vector<double> ms;
+  for (int64_t i = 0; i < options.warmup + options.iters; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    train_step(model, graph, optimizer, data.train(), settings, schedule.at(i), rng, batch);
+    const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= options.warmup) ms.push_back(elapsed);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double median = ms[ms.size() / 2];
+  const double tokens_per_iter = static_cast<double>(settings.batch_size * settings.block_size * settings.accumulation_steps);
+  const double tokens_per_s = tokens_per_iter / (median * 1e-3);
+  const double gflops = model.flops_per_token() * tokens_per_s * 1e-9;
+  const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_fma_peak_gflops();
+  const double mfu = peak > 0 ? gflops / peak : 0;
+  const double rss = peak_rss_mib();
+  if (options.json) {
+    nlohmann::ordered_json j = {{"config", options.config_path},   {"threads", omp_get_max_threads()},
+                                {"kernel", gemm_kernel_name()},    {"parameters", model.params().parameter_count()},
+                                {"iters", options.iters},          {"median_ms_per_iter", median},
+                                {"min_ms_per_iter", ms.front()},   {"tokens_per_s", tokens_per_s},
+                                {"gflops", gflops},                {"peak_gflops", peak},
+                                {"mfu", mfu},                      {"arena_mib", static_cast<double>(arena.high_water_bytes()) / (1 << 20)},
+                                {"peak_rss_mib", rss}};
+    std::printf("%s\n", j.dump().c_str());
+  } else {
+    std::printf("%s: %lld parameters, %d threads, %s kernel\n", options.config_path.c_str(),
+                static_cast<long long>(model.params().parameter_count()), omp_get_max_threads(), gemm_kernel_name());
+    std::printf("median %.2f ms/iter (min %.2f) over %lld iterations, %.0f tokens/s\n", median, ms.front(),
+                static_cast<long long>(options.iters), tokens_per_s);
+    std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s FMA peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops, 100 * mfu,
+                peak, static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Command add_bench_command(CLI::App& app) {
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", "Time training iterations of a config (ms/iter, tokens/s, GFLOP/s, MFU)");
+  sub->add_option("--config", options->config_path, "JSON config file")->check(CLI::ExistingFile);
+  sub->add_option("--iters", options->iters, "timed iterations")->capture_default_str();
+  sub->add_option("--warmup", options->warmup, "untimed iterations first")->capture_default_str();
+  sub->add_option("--peak_gflops", options->peak_gflops, "FP32 peak for MFU (default: measured by an FMA probe)");
+  sub->add_flag("--json", options->json, "print one JSON object");
+  add_config_flags(sub, options->config_flags);
+  return {sub, [options] { return run_bench(*options); }};
+}
+
+}  // namespace gpt
