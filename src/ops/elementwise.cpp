@@ -1,5 +1,6 @@
 // add, mul, scale: elementwise ops; b may broadcast over a's leading dimensions (b's gradient is
 // then the sum over them, summed per column in row order so the result is thread-independent).
+#include "kernels/fast_math.h"
 #include "kernels/row_sum.h"
 #include "ops/ops.h"
 
@@ -16,9 +17,24 @@ int64_t broadcast_period(const Tensor& a, const Tensor& b) {
   return b.numel();
 }
 
+GPT_VECTOR_CLONES void add_range(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+}
+
+GPT_VECTOR_CLONES void mul_range(const float* a, const float* b, float* out, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i];
+}
+
+// out = a op b with b repeating every `period` elements: one vectorised range per period.
+void broadcast_apply(void (*op)(const float*, const float*, float*, int64_t), const float* a, const float* b, float* out,
+                     int64_t n, int64_t period) {
+  const int64_t rows = n / period;
+#pragma omp parallel for schedule(static) if (n > (1 << 16) && rows > 1)
+  for (int64_t r = 0; r < rows; ++r) op(a + r * period, b, out + r * period, period);
+}
+
 void add_forward(const float* a, const float* b, float* out, int64_t n, int64_t period) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i % period];
+  broadcast_apply(add_range, a, b, out, n, period);
 }
 
 void add_backward(const float* dout, float* da, float* db, int64_t n, int64_t period) {
@@ -41,8 +57,7 @@ Tensor add(Graph& g, const Tensor& a, const Tensor& b) {
 namespace {
 
 void mul_forward(const float* a, const float* b, float* out, int64_t n, int64_t period) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] * b[i % period];
+  broadcast_apply(mul_range, a, b, out, n, period);
 }
 
 // da += dout * b; db += sum over broadcast rows of dout * a. `scratch` holds n floats when db is

@@ -1,9 +1,29 @@
 #include "train/adamw.h"
 
+#include <algorithm>
 #include <cmath>
+
+#include "kernels/fast_math.h"
 #include <vector>
 
 namespace gpt {
+
+namespace {
+
+// PyTorch's single-tensor AdamW update, elementwise (vectorised; the same bits on every clone).
+GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1,
+                                   float one_minus_b1, float b2, float one_minus_b2, float bc2_sqrt, float eps,
+                                   float step_size) {
+  for (int64_t k = 0; k < n; ++k) {
+    p[k] *= decay;
+    m[k] = m[k] * b1 + g[k] * one_minus_b1;
+    v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
+    const float denom = std::sqrt(v[k]) / bc2_sqrt + eps;
+    p[k] += -step_size * (m[k] / denom);
+  }
+}
+
+}  // namespace
 
 AdamW::AdamW(ParamStore& params, AdamWSettings settings)
     : params_(params), settings_(settings), m_(params.padded_floats()), v_(params.padded_floats()) {}
@@ -26,14 +46,11 @@ void AdamW::step(double lr) {
     float* m = m_.data() + slot.offset;
     float* v = v_.data() + slot.offset;
     const int64_t n = slot.shape.numel();
+    constexpr int64_t kChunk = 8192;
 #pragma omp parallel for schedule(static) if (n > (1 << 15))
-    for (int64_t k = 0; k < n; ++k) {
-      p[k] *= decay;
-      m[k] = m[k] * b1 + g[k] * one_minus_b1;
-      v[k] = v[k] * b2 + one_minus_b2 * g[k] * g[k];
-      const float denom = std::sqrt(v[k]) / bc2_sqrt + eps;
-      p[k] += -step_size * (m[k] / denom);
-    }
+    for (int64_t c = 0; c < n; c += kChunk)
+      adamw_range(p + c, g + c, m + c, v + c, std::min(kChunk, n - c), decay, b1, one_minus_b1, b2, one_minus_b2,
+                  bc2_sqrt, eps, step_size);
   }
 }
 
