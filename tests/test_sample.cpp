@@ -152,6 +152,34 @@ TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
   EXPECT_NE(one, other_seed);
 }
 
+TEST(KvCache, SamplerContextLikelihoodMatchesRecomputation) {
+  auto model = random_model();
+  std::vector<int32_t> text;
+  for (int i = 0; i < 30; ++i) text.push_back(static_cast<int32_t>((i * 7 + i / 3) % 13));
+  for (int64_t shift : {0, 3}) {
+    Generator generator(*model);
+    const double cached = sampler_context_nll(generator, text, shift);
+    Arena arena;
+    Graph g(arena);
+    NoGradGuard no_grad(g);
+    Rng rng(0);
+    double total = 0;
+    int64_t begin = 0;
+    for (std::size_t t = 1; t < text.size(); ++t) {
+      const Window w = context_window(static_cast<int64_t>(t), 8, shift, begin);
+      begin = w.begin;
+      Gpt::Output out = model->forward(g, text.data() + w.begin, 1, w.end - w.begin, nullptr, false, rng);
+      const float* last = out.logits.data + (w.end - w.begin - 1) * 13;
+      double max = last[0], sum = 0;
+      for (int v = 0; v < 13; ++v) max = std::max(max, double(last[v]));
+      for (int v = 0; v < 13; ++v) sum += std::exp(last[v] - max);
+      total += max + std::log(sum) - last[text[t]];
+      g.reset();
+    }
+    EXPECT_NEAR(cached, total / double(text.size() - 1), 1e-5) << "shift " << shift;
+  }
+}
+
 TEST(TokenSampler, GreedyTopKAndTopP) {
   const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
   Rng rng(1);

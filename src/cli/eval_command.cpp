@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
+#include <numbers>
 #include <memory>
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,7 @@
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "sample/text_generation.h"
 #include "train/evaluate.h"
 
 namespace gpt {
@@ -23,13 +25,37 @@ struct EvalOptions {
   std::string data_path;
   bool json = false;
   int threads = 0;
+  bool sampler_context = false;
+  int64_t context_shift = 0;
+  int64_t max_chars = 20000;
 };
+
+// The likelihood of the text as `gpt sample` would condition each character (exact or shifting
+// window): what a context mode costs in quality.
+int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, std::vector<int32_t> ids) {
+  const int64_t T = loaded.model->config().block_size;
+  if (options.context_shift < 0 || options.context_shift > T)
+    throw UserError("--context_shift must be in [0, block_size = " + std::to_string(T) + "]");
+  if (options.max_chars < 2) throw UserError("--max_chars must be at least 2");
+  if (static_cast<int64_t>(ids.size()) > options.max_chars) ids.resize(static_cast<std::size_t>(options.max_chars));
+  Generator generator(*loaded.model);
+  const double nll = sampler_context_nll(generator, ids, options.context_shift);
+  const auto tokens = static_cast<int64_t>(ids.size()) - 1;
+  const std::string mode = options.context_shift ? "context_shift " + std::to_string(options.context_shift) : "exact";
+  if (options.json)
+    std::printf("%s\n", nlohmann::json{{"loss", nll}, {"bpc", nll / std::numbers::ln2}, {"tokens", tokens}, {"mode", mode}}.dump().c_str());
+  else
+    std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters of %s, conditioned as gpt sample (%s)\n", nll,
+                nll / std::numbers::ln2, static_cast<long long>(tokens), options.data_path.c_str(), mode.c_str());
+  return 0;
+}
 
 int run_eval(const EvalOptions& options) {
   setup_logging(options.json);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
-  const std::vector<int32_t> ids = loaded.vocab.encode(read_text_file(options.data_path), options.data_path);
+  std::vector<int32_t> ids = loaded.vocab.encode(read_text_file(options.data_path), options.data_path);
+  if (options.sampler_context) return run_sampler_context_eval(options, loaded, ids);
   const int64_t T = loaded.model->config().block_size;
   if (static_cast<int64_t>(ids.size()) <= T)
     throw UserError(options.data_path + ": has " + std::to_string(ids.size()) + " characters; evaluation needs more than block_size = " +
@@ -57,6 +83,13 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--data", options->data_path, "UTF-8 text file to evaluate on")->required();
   sub->add_flag("--json", options->json, "print {\"loss\", \"bpc\", \"tokens\"} as JSON");
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  sub->add_flag("--sampler_context", options->sampler_context,
+                "score every character as gpt sample conditions it (one-character prompt, then exact or shifting "
+                "window) instead of non-overlapping windows");
+  sub->add_option("--context_shift", options->context_shift, "with --sampler_context: 0 = exact, N = shifting window")
+      ->capture_default_str();
+  sub->add_option("--max_chars", options->max_chars, "with --sampler_context: score at most this many characters")
+      ->capture_default_str();
   return {sub, [options] { return run_eval(*options); }};
 }
 

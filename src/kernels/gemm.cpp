@@ -169,33 +169,57 @@ const Kernel& active_kernel() {
 // Row-vector times transposed matrix (C[1,N] = a[1,K] B^T with B stored [N,K]), the shape of a
 // Linear layer on one token while sampling: packing would copy all of B for one row of output,
 // so each output is a dot product instead, in 8 lanes (FMA per term in k order within a lane),
-// lanes then added pairwise in a fixed tree. The portable version follows the same order.
-__attribute__((target("avx2,fma"))) float dot_avx2(const float* a, const float* b, int64_t K) {
-  __m256 acc = _mm256_setzero_ps();
-  int64_t k = 0;
-  for (; k + 8 <= K; k += 8) acc = _mm256_fmadd_ps(_mm256_loadu_ps(a + k), _mm256_loadu_ps(b + k), acc);
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  for (int64_t r = 0; k < K; ++k, ++r) lanes[r] = std::fma(a[k], b[k], lanes[r]);
+// lanes then added pairwise in a fixed tree. Eight outputs are computed together so their FMA
+// chains overlap; the portable version follows the same order, so both give the same bits.
+inline float reduce_lanes(const float* lanes) {
   return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
 }
 
-float dot_portable(const float* a, const float* b, int64_t K) {
-  float lanes[8] = {};
-  int64_t k = 0;
-  for (; k + 8 <= K; k += 8)
-    for (int r = 0; r < 8; ++r) lanes[r] = std::fma(a[k + r], b[k + r], lanes[r]);
-  for (int64_t r = 0; k < K; ++k, ++r) lanes[r] = std::fma(a[k], b[k], lanes[r]);
-  return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]));
+__attribute__((target("avx2,fma"))) void dots_avx2(const float* a, const float* B, int64_t ldb, int64_t K, int64_t rows,
+                                                   float* out) {
+  constexpr int kRows = 8;
+  for (int64_t j0 = 0; j0 < rows; j0 += kRows) {
+    const int64_t n = std::min<int64_t>(kRows, rows - j0);
+    __m256 acc[kRows];
+    for (auto& x : acc) x = _mm256_setzero_ps();
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8) {
+      const __m256 av = _mm256_loadu_ps(a + k);
+      for (int r = 0; r < kRows; ++r)
+        if (r < n) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(B + (j0 + r) * ldb + k), av, acc[r]);
+    }
+    for (int r = 0; r < n; ++r) {
+      alignas(32) float lanes[8];
+      _mm256_store_ps(lanes, acc[r]);
+      for (int64_t kk = k, lane = 0; kk < K; ++kk, ++lane) lanes[lane] = std::fma(B[(j0 + r) * ldb + kk], a[kk], lanes[lane]);
+      out[j0 + r] = reduce_lanes(lanes);
+    }
+  }
+}
+
+void dots_portable(const float* a, const float* B, int64_t ldb, int64_t K, int64_t rows, float* out) {
+  for (int64_t j = 0; j < rows; ++j) {
+    const float* b = B + j * ldb;
+    float lanes[8] = {};
+    int64_t k = 0;
+    for (; k + 8 <= K; k += 8)
+      for (int r = 0; r < 8; ++r) lanes[r] = std::fma(b[k + r], a[k + r], lanes[r]);
+    for (int64_t lane = 0; k < K; ++k, ++lane) lanes[lane] = std::fma(b[k], a[k], lanes[lane]);
+    out[j] = reduce_lanes(lanes);
+  }
 }
 
 void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
                           bool accumulate) {
-  const auto dot = simd ? dot_avx2 : dot_portable;
-#pragma omp parallel for schedule(static) if (N * K >= (1 << 18))
-  for (int64_t j = 0; j < N; ++j) {
-    const float d = dot(a, B + j * ldb, K);
-    c[j] = accumulate ? c[j] + d : d;
+  // Fixed blocks of rows; with two or more threads each keeps its share of B in its own cache.
+  constexpr int64_t kBlock = 64;
+  const int64_t blocks = (N + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static) if (N * K >= (1 << 14) && blocks > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const int64_t j0 = blk * kBlock, rows = std::min(kBlock, N - j0);
+    float out[kBlock];
+    (simd ? dots_avx2 : dots_portable)(a, B + j0 * ldb, ldb, K, rows, out);
+    for (int64_t r = 0; r < rows; ++r) c[j0 + r] = accumulate ? c[j0 + r] + out[r] : out[r];
   }
 }
 

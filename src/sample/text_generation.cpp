@@ -1,5 +1,8 @@
 #include "sample/text_generation.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/check.h"
 
 namespace gpt {
@@ -17,32 +20,55 @@ int64_t crop_prompt(std::vector<int32_t>& prompt, int64_t block_size) {
   return excess;
 }
 
+ContextDecoder::ContextDecoder(Generator& generator, int64_t context_shift)
+    : generator_(generator), context_shift_(context_shift) {
+  GPT_CHECK(context_shift >= 0 && context_shift <= generator.capacity(), "context_shift outside [0, block_size]");
+}
+
+const float* ContextDecoder::start(const std::vector<int32_t>& prompt) {
+  const auto n = static_cast<int64_t>(prompt.size());
+  GPT_CHECK(n >= 1 && n <= generator_.capacity(), "prompt must hold 1 .. block_size tokens");
+  tokens_ = prompt;
+  window_begin_ = 0;
+  generator_.reset();
+  return generator_.append(tokens_.data(), n);
+}
+
+const float* ContextDecoder::push(int32_t token) {
+  tokens_.push_back(token);
+  const auto length = static_cast<int64_t>(tokens_.size());
+  const Window w = context_window(length, generator_.capacity(), context_shift_, window_begin_);
+  if (w.begin == window_begin_) return generator_.append(&tokens_.back(), 1);  // still fits: one token through the cache
+  generator_.reset();  // the window moved: re-encode it in one batched forward
+  window_begin_ = w.begin;
+  return generator_.append(tokens_.data() + w.begin, w.end - w.begin);
+}
+
+double sampler_context_nll(Generator& generator, const std::vector<int32_t>& tokens, int64_t context_shift) {
+  GPT_CHECK(tokens.size() >= 2, "need at least two tokens");
+  ContextDecoder decoder(generator, context_shift);
+  const float* logits = decoder.start({tokens[0]});
+  const int64_t V = generator.vocab_size();
+  double total = 0.0;
+  for (std::size_t t = 1; t < tokens.size(); ++t) {
+    double max = logits[0], sum = 0.0;
+    for (int64_t v = 1; v < V; ++v) max = std::max(max, static_cast<double>(logits[v]));
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
+    total += max + std::log(sum) - logits[tokens[t]];
+    if (t + 1 < tokens.size()) logits = decoder.push(tokens[t]);
+  }
+  return total / static_cast<double>(tokens.size() - 1);
+}
+
 void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings, Rng& rng,
               const TokenCallback& on_token) {
-  const int64_t block_size = generator.capacity();
-  const int64_t prompt_length = static_cast<int64_t>(prompt.size());
-  GPT_CHECK(prompt_length >= 1 && prompt_length <= block_size, "prompt must hold 1 .. block_size tokens");
-  GPT_CHECK(settings.context_shift >= 0 && settings.context_shift <= block_size, "context_shift outside [0, block_size]");
   TokenSampler sampler(settings.sampling);
-  std::vector<int32_t> tokens = prompt;
-  tokens.reserve(static_cast<std::size_t>(prompt_length + settings.max_new_tokens));
-  generator.reset();
-  const float* logits = generator.append(tokens.data(), prompt_length);
-  int64_t window_begin = 0;
+  ContextDecoder decoder(generator, settings.context_shift);
+  const float* logits = decoder.start(prompt);
   for (int64_t t = 0; t < settings.max_new_tokens; ++t) {
     const int32_t next = sampler.next(logits, generator.vocab_size(), rng);
-    tokens.push_back(next);
     on_token(next, logits);
-    if (t + 1 == settings.max_new_tokens) break;
-    const auto length = static_cast<int64_t>(tokens.size());
-    const Window w = context_window(length, block_size, settings.context_shift, window_begin);
-    if (w.begin == window_begin) {
-      logits = generator.append(&tokens.back(), 1);  // still fits: one token through the cache
-    } else {
-      generator.reset();  // the window moved: re-encode it in one batched forward
-      logits = generator.append(tokens.data() + w.begin, w.end - w.begin);
-      window_begin = w.begin;
-    }
+    if (t + 1 < settings.max_new_tokens) logits = decoder.push(next);
   }
 }
 

@@ -23,6 +23,25 @@ struct GenerationSettings {
   SamplingSettings sampling;
 };
 
+// Drives a Generator through the context windows of one of the two modes: start() with a prompt,
+// then push() each new token; both return the logits for the next token.
+class ContextDecoder {
+ public:
+  ContextDecoder(Generator& generator, int64_t context_shift);
+  const float* start(const std::vector<int32_t>& prompt);
+  const float* push(int32_t token);
+
+ private:
+  Generator& generator_;
+  int64_t context_shift_;
+  std::vector<int32_t> tokens_;
+  int64_t window_begin_ = 0;
+};
+
+// Mean negative log-likelihood (nats) of tokens[1 .. n-1], each conditioned as the sampler would
+// condition it after the one-token prompt tokens[0]: what a context mode costs in quality.
+double sampler_context_nll(Generator& generator, const std::vector<int32_t>& tokens, int64_t context_shift);
+
 // Calls on_token(token, logits it was drawn from [V]) for every new token.
 // `prompt` must hold 1 .. block_size tokens (see crop_prompt).
 using TokenCallback = std::function<void(int32_t token, const float* logits)>;
