@@ -22,14 +22,14 @@ for seed in "${seeds[@]}"; do
   start=$(date +%s.%N)
   "$gpt" train --config configs/shakespeare_char_cpu.json --seed "$seed" --out_dir "$work/gpt-$seed" --threads 2 \
     > "$work/gpt-$seed.log" 2>&1
-  wall=$(echo "$(date +%s.%N) - $start" | bc)
+  wall=$(python3 -c "print($(date +%s.%N) - $start)")
   est=$(grep "step 2000:" "$work/gpt-$seed.log" | sed 's/.*val loss \([0-9.]*\).*/\1/')
   full=$("$gpt" eval --out_dir "$work/gpt-$seed" --data "$work/val.txt" --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')
   printf '%-8s %-6s %-14s %-14.4f %-10.1f\n' gpt "$seed" "$est" "$full" "$wall"
   start=$(date +%s.%N)
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 \
     --seed "$seed" --save "$work/torch-$seed.safetensors" > "$work/torch-$seed.log" 2>&1
-  wall=$(echo "$(date +%s.%N) - $start" | bc)
+  wall=$(python3 -c "print($(date +%s.%N) - $start)")
   est=$(grep "step 2000:" "$work/torch-$seed.log" | sed 's/.*val loss \([0-9.]*\).*/\1/')
   full=$("$gpt" eval --checkpoint "$work/torch-$seed.safetensors" --data "$work/val.txt" --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')
   printf '%-8s %-6s %-14s %-14.4f %-10.1f\n' pytorch "$seed" "$est" "$full" "$wall"

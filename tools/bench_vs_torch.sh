@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Ours against PyTorch (nanoGPT's code, Debian's python3-torch) on this machine, measured in one
+# run, and our GEMM against OpenBLAS. Prints a Markdown table with ratios (the README's
+# Performance section). Needs root for the first apt-get of python3-torch and libopenblas-dev.
+#   tools/bench_vs_torch.sh [--quick]     --quick skips the full CPU-recipe runs (about 6 minutes)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+quick=${1:-}
+tools/install_deps.sh python3-torch python3-numpy libopenblas-dev >&2
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc)" --target gpt >&2
+tools/fetch_shakespeare.sh >&2
+gpt=build/gpt
+work=out/bench_vs_torch
+mkdir -p "$work"
+py=/usr/bin/python3
+json() { $py -c "import json,sys; d=json.loads(sys.stdin.read().strip().splitlines()[-1]); print(d$1)"; }
+ratio() { $py -c "print(f'{$1:.2f}x')"; }
+
+# PyTorch's best thread setting: 1 thread, or 2 with OMP_WAIT_POLICY=PASSIVE (its default 2-thread
+# spin-waiting is much slower on 2 cores). Prints the better JSON line.
+torch_best() {
+  local a b
+  a=$("$py" "$@" --threads 1)
+  b=$(OMP_WAIT_POLICY=PASSIVE "$py" "$@" --threads 2)
+  $py - "$a" "$b" <<'PY'
+import json, sys
+a, b = (json.loads(x.strip().splitlines()[-1]) for x in sys.argv[1:3])
+key = 'tokens_per_s'
+print(json.dumps(a if a[key] >= b[key] else b))
+PY
+}
+
+echo "date: $(date -u +%F), machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+echo "gpt kernel: $($gpt bench --config configs/shakespeare_char_cpu.json --iters 1 --warmup 0 --json --peak_gflops 1 | json "['kernel']")"
+echo
+echo "| measure | gpt | PyTorch | ratio |"
+echo "| --- | --- | --- | --- |"
+peak=$($gpt bench --config configs/shakespeare_char_cpu.json --iters 1 --warmup 0 --json | json "['peak_gflops']")
+for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
+  name=${cfg%%:*}; iters=${cfg##*:}
+  ours=$($gpt bench --config "configs/$name.json" --iters "$iters" --warmup 1 --json --peak_gflops "$peak")
+  theirs=$(torch_best tools/nanogpt_train.py "configs/$name.json" --no_eval --max_iters "$iters" --json)
+  o_tps=$(echo "$ours" | json "['tokens_per_s']"); t_tps=$(echo "$theirs" | json "['tokens_per_s']")
+  o_rss=$(echo "$ours" | json "['peak_rss_mib']"); t_rss=$(echo "$theirs" | json "['peak_rss_mib']")
+  mfu=$(echo "$ours" | json "['mfu']*100")
+  echo "| $name training tokens/s (median; gpt MFU $(printf %.0f "$mfu")% of ${peak%.*} GFLOP/s; PyTorch $(echo "$theirs" | json "['threads']") thread(s)) | $(printf %.0f "$o_tps") | $(printf %.0f "$t_tps") | $(ratio "$o_tps/$t_tps") |"
+  echo "| $name peak RSS MiB | $(printf %.0f "$o_rss") | $(printf %.0f "$t_rss") | $(ratio "$o_rss/$t_rss") |"
+done
+
+ckpt=$work/sample_model
+if [[ ! -f $ckpt/model.safetensors ]]; then
+  $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$ckpt" --max_iters 200 --eval_interval 200 --quiet
+fi
+for mode in "exact:500:1:0" "shift:500:1:32" "fits:60:20:0"; do
+  IFS=: read -r label n samples shift <<<"$mode"
+  start=$(date +%s.%N)
+  $gpt sample --out_dir "$ckpt" --max_new_tokens "$n" --num_samples "$samples" --context_shift "$shift" --quiet >/dev/null
+  end=$(date +%s.%N)
+  o_tps=$($py -c "print($n*$samples/($end-$start))")
+  theirs=$(torch_best tools/nanogpt_sample.py "$ckpt/model.safetensors" --max_new_tokens "$n" --num_samples "$samples")
+  t_tps=$(echo "$theirs" | json "['tokens_per_s']")
+  case $label in
+    exact) what="sampling tokens/s, 500 new tokens, exact mode" ;;
+    shift) what="sampling tokens/s, 500 new tokens, --context_shift 32 (PyTorch: exact)" ;;
+    fits) what="sampling tokens/s, 20 samples x 60 tokens (fits in block_size)" ;;
+  esac
+  echo "| $what | $(printf %.0f "$o_tps") | $(printf %.0f "$t_tps") | $(ratio "$o_tps/$t_tps") |"
+done
+
+if [[ $quick != --quick ]]; then
+  start=$(date +%s.%N)
+  $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$work/full_gpt" --quiet
+  o_wall=$($py -c "print($(date +%s.%N)-$start)")
+  o_val=$(grep -h '"type":"eval"' "$work/full_gpt/metrics.jsonl" | tail -1 | json "['val_loss']")
+  theirs=$(OMP_WAIT_POLICY=PASSIVE $py tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 --json)
+  t_wall=$(echo "$theirs" | json "['wall_seconds']"); t_val=$(echo "$theirs" | json "['final_val_loss']")
+  echo "| shakespeare_char_cpu full run (2000 iterations with evals), wall s | $(printf %.0f "$o_wall") | $(printf %.0f "$t_wall") | $(ratio "$o_wall/$t_wall") |"
+  echo "| shakespeare_char_cpu final val loss (eval_iters 20) | $(printf %.4f "$o_val") | $(printf %.4f "$t_val") | |"
+fi
+
+echo
+echo "GEMM, ours vs OpenBLAS cblas_sgemm ($(nproc) threads, GFLOP/s):"
+echo
+echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS |"
+echo "| --- | --- | --- | --- | --- |"
+g++ -std=c++20 -O3 -fopenmp -ffp-contract=off -Isrc tools/gemm_bench.cpp src/kernels/gemm.cpp src/core/check.cpp \
+  src/core/rng.cpp -lopenblas -o "$work/gemm_bench"
+OPENBLAS_NUM_THREADS=$(nproc) "$work/gemm_bench" | while read -r line; do
+  echo "$line" | $py -c "import json,sys; d=json.loads(sys.stdin.read()); print(f\"| {d['shape']} | {d['M']} x {d['N']} x {d['K']} | {d['ours_gflops']:.0f} | {d['openblas_gflops']:.0f} | {d['ratio']:.2f} |\")"
+done

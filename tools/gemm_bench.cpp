@@ -1,0 +1,67 @@
+// GEMM microbenchmark: our kernel (src/kernels/gemm.cpp) against OpenBLAS cblas_sgemm on the
+// GPT models' shapes, in the three forms training uses. Benchmark only: OpenBLAS is never linked
+// into gpt. Built and run by tools/bench_vs_torch.sh; prints one JSON object per line.
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <vector>
+
+#include "core/rng.h"
+#include "kernels/gemm.h"
+
+namespace {
+
+struct Shape {
+  const char* what;
+  bool ta, tb;
+  long M, N, K;
+};
+
+template <typename F>
+double median_seconds(F f, int reps) {
+  std::vector<double> t;
+  f();  // warm up
+  for (int i = 0; i < reps; ++i) {
+    const auto s = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main() {
+  // B*T = 768 rows (CPU recipe: 12 x 64), C = 128; and 16384 rows (64 x 256), C = 384 (10.7M recipe).
+  const Shape shapes[] = {
+      {"cpu c_attn fwd  x W^T", false, true, 768, 384, 128},   {"cpu c_fc fwd    x W^T", false, true, 768, 512, 128},
+      {"cpu mlp.c_proj dx dy W", false, false, 768, 512, 128}, {"cpu c_fc dW    dy^T x", true, false, 512, 128, 768},
+      {"cpu lm_head fwd x W^T", false, true, 768, 65, 128},    {"big c_attn fwd  x W^T", false, true, 16384, 1152, 384},
+      {"big c_fc dx    dy W", false, false, 16384, 384, 1536}, {"big c_fc dW    dy^T x", true, false, 1536, 384, 16384},
+  };
+  gpt::Rng rng(1);
+  for (const Shape& s : shapes) {
+    std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
+    for (auto& x : A) x = static_cast<float>(rng.normal());
+    for (auto& x : B) x = static_cast<float>(rng.normal());
+    const long lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
+    const double flops = 2.0 * s.M * s.N * s.K;
+    const int reps = flops > 1e10 ? 5 : 50;
+    const double ours = median_seconds(
+        [&] { gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false); }, reps);
+    const double blas = median_seconds(
+        [&] {
+          cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, s.M, s.N, s.K,
+                      1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
+        },
+        reps);
+    std::printf("{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
+                "\"ratio\": %.2f, \"kernel\": \"%s\", \"threads\": %d}\n",
+                s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
+                omp_get_max_threads());
+  }
+}
