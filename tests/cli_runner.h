@@ -11,11 +11,12 @@ namespace gpt::testing {
 
 struct CommandResult {
   int exit_code = -1;
-  std::string output;  // stdout and stderr together
+  std::string output;  // stdout and stderr together, or stdout alone
 };
 
-inline CommandResult run_gpt(const std::string& args) {
-  const std::string command = std::string(GPT_BINARY) + " " + args + " 2>&1";
+// With stdout_only, stderr (the logs) is discarded, as when a user pipes the output.
+inline CommandResult run_gpt(const std::string& args, bool stdout_only = false) {
+  const std::string command = std::string(GPT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return result;

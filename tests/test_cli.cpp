@@ -87,8 +87,8 @@ TEST_F(Cli, TrainThenEvalRoundTrip) {
   EXPECT_EQ(written["max_iters"], 30);
   EXPECT_EQ(written["learning_rate"], 1e-3);  // a default, written out
 
-  const CommandResult a = run_gpt("eval --out_dir " + dir.file("out") + " --data " + corpus + " --json");
-  const CommandResult b = run_gpt("eval --checkpoint " + dir.file("out/model.safetensors") + " --data " + corpus + " --json");
+  const CommandResult a = run_gpt("eval --out_dir " + dir.file("out") + " --data " + corpus + " --json", true);
+  const CommandResult b = run_gpt("eval --checkpoint " + dir.file("out/model.safetensors") + " --data " + corpus + " --json", true);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_EQ(a.output, b.output);
   const auto result = nlohmann::json::parse(a.output);
@@ -99,6 +99,52 @@ TEST_F(Cli, TrainThenEvalRoundTrip) {
   const std::string foreign = dir.write("foreign.txt", "The king§ and queen");
   expect_error("eval --out_dir " + dir.file("out") + " --data " + foreign, 2, {"'§' (U+00A7)", "position 8", "vocabulary"});
   expect_error("eval --out_dir " + dir.file("nowhere") + " --data " + corpus, 2, {"no checkpoint"});
+}
+
+TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const std::string out = "--out_dir " + dir.file("out");
+  const CommandResult a = run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  // nanoGPT's shape: prompt + 40 new characters, a line of dashes, twice; nothing else with --quiet.
+  const auto first = a.output.find("\n---------------\n");
+  ASSERT_NE(first, std::string::npos) << a.output;
+  EXPECT_EQ(a.output.rfind("The", 0), 0u);
+  EXPECT_EQ(a.output.find("---------------\nThe", first), first + 1);
+  EXPECT_EQ(a.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --threads 1").output);
+  EXPECT_NE(a.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --seed 7").output);
+  const CommandResult greedy = run_gpt("sample " + out + " --prompt The --max_new_tokens 20 --temperature 0 --quiet");
+  EXPECT_EQ(greedy.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 20 --temperature 0 --seed 9 --quiet").output);
+  const CommandResult logged = run_gpt("sample " + out + " --max_new_tokens 5");
+  EXPECT_NE(logged.output.find("tokens/s"), std::string::npos);
+
+  expect_error("sample " + out + " --prompt 'The §'", 2, {"'§' (U+00A7) at position 4", "the vocabulary is:", "'T'"});
+  expect_error("sample " + out + " --max_new_tokens -1", 2, {"--max_new_tokens must be >= 0"});
+  expect_error("sample " + out + " --temperature -0.5", 2, {"--temperature must be >= 0"});
+  expect_error("sample " + out + " --top_p 0", 2, {"--top_p must be in (0, 1]"});
+  expect_error("sample " + out + " --top_p 1.5", 2, {"--top_p must be in (0, 1]"});
+  expect_error("sample " + out + " --context_shift 9", 2, {"--context_shift must be at most block_size"});
+  expect_error("sample " + out + " --prompt_file " + dir.file("missing.txt"), 2, {"missing.txt"});
+  expect_error("sample --out_dir " + dir.file("none"), 2, {"no checkpoint"});
+  const std::string long_prompt = dir.write("long.txt", generated_corpus(100));
+  const CommandResult cropped = run_gpt("sample " + out + " --prompt_file " + long_prompt + " --max_new_tokens 3");
+  EXPECT_EQ(cropped.exit_code, 0);
+  EXPECT_NE(cropped.output.find("only its last 8 (block_size)"), std::string::npos) << cropped.output;
+}
+
+TEST_F(Cli, HeadsPrintsTableJsonAndReport) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const CommandResult table = run_gpt("heads --out_dir " + dir.file("out"));
+  ASSERT_EQ(table.exit_code, 0) << table.output;
+  EXPECT_NE(table.output.find("layer head  label"), std::string::npos);
+  const CommandResult json = run_gpt("heads --out_dir " + dir.file("out") + " --json --prompt 'The king and'", true);
+  ASSERT_EQ(json.exit_code, 0) << json.output;
+  const auto parsed = nlohmann::json::parse(json.output);
+  EXPECT_EQ(parsed["heads"].size(), 2u);  // 1 layer x 2 heads
+  EXPECT_EQ(parsed["prompt_length"], 8);  // cropped to block_size
+  ASSERT_EQ(run_gpt("heads --out_dir " + dir.file("out") + " --report " + dir.file("heads.html")).exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("heads.html")));
+  expect_error("heads --out_dir " + dir.file("out") + " --induction_length 9", 2, {"--induction_length"});
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "data/dataset.h"
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
+#include "kernels/fma_probe.h"
 #include "model/gpt.h"
 #include "train/adamw.h"
 #include "train/evaluate.h"
@@ -99,6 +100,9 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
   const int64_t B = config.batch_size, T = config.block_size, accum = config.gradient_accumulation_steps;
   const StepSettings step_settings{B, T, accum, config.grad_clip};
   const double tokens_per_iter = static_cast<double>(B * T * accum);
+  // MFU: nanoGPT's flop estimate per iteration against this machine's measured FMA peak.
+  static const double peak_gflops = measure_fma_peak_gflops(0.2);
+  const double gflop_per_iter = model->flops_per_token() * tokens_per_iter * 1e-9;
   spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}", model->params().parameter_count(),
                config.n_layer, config.n_head, config.n_embd, config.block_size, data.vocab().size());
   spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration; {} threads", data.train().size(),
@@ -163,10 +167,11 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
     const double eta = ema_ms * 1e-3 * static_cast<double>(config.max_iters - done);
     if (iter % config.log_interval == 0) {
       progress.clear();
-      spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter, {:.0f} tokens/s, ETA {}", iter, loss, lr, dt * 1e3,
-                   tokens_per_iter / dt, format_duration(eta));
+      const double mfu = peak_gflops > 0 ? gflop_per_iter / dt / peak_gflops : 0.0;
+      spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", iter, loss, lr,
+                   dt * 1e3, tokens_per_iter / dt, 100 * mfu, format_duration(eta));
       metrics.write({{"type", "train"}, {"iter", iter}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm},
-                     {"ms_per_iter", dt * 1e3}, {"tokens_per_s", tokens_per_iter / dt}});
+                     {"ms_per_iter", dt * 1e3}, {"tokens_per_s", tokens_per_iter / dt}, {"mfu", mfu}});
     } else {
       progress.show(fmt::format("iter {}/{}  loss {:.4f}  {:.1f} ms/iter  ETA {}", done, config.max_iters, loss, ema_ms,
                                 format_duration(eta)));
