@@ -52,7 +52,9 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     ChildProcess child(train_args(out, 100000, {"--eval_interval", "1", "--always_save_checkpoint", "true",
                                                 "--init_from", std::filesystem::exists(model_path(out)) ? "resume" : "scratch"}),
                        dir.file("killed.log"));
-    std::this_thread::sleep_for(std::chrono::microseconds(20000 + rng.below(150000)));
+    // Once it is training (and so checkpointing), kill it at a random moment.
+    wait_for_log(dir.file("killed.log"), "step ");
+    std::this_thread::sleep_for(std::chrono::microseconds(rng.below(80000)));
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
     if (!std::filesystem::exists(model_path(out))) continue;  // killed before the first save
