@@ -292,8 +292,10 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   const int64_t slivers = (N + NR - 1) / NR;
   const int64_t blocks_m = (M + MC - 1) / MC;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
+  // At least 4 items per thread and a multiple of the thread count where the columns allow it,
+  // so static scheduling stays balanced.
   int64_t chunks_n = 1;
-  while (blocks_m * chunks_n < 4 * threads && chunks_n < slivers) ++chunks_n;
+  while ((blocks_m * chunks_n < 4 * threads || (blocks_m * chunks_n) % threads != 0) && chunks_n < slivers) ++chunks_n;
   const int64_t chunk_slivers = (slivers + chunks_n - 1) / chunks_n;
   chunks_n = (slivers + chunk_slivers - 1) / chunk_slivers;
   const int64_t items = blocks_m * chunks_n;

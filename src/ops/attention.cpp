@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/gemm.h"
+#include "kernels/softmax_row.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -48,12 +49,7 @@ void attention_forward(const AttentionDims& d, const float* qkv, float* out, flo
       gemm(false, true, rows, i1, d.hs, q + i0 * C3, C3, k, C3, p + i0 * T, T, false);  // scores, keys 0..i1
       for (int64_t i = i0; i < i1; ++i) {
         float* row = p + i * T;
-        float max = -INFINITY;
-        for (int64_t j = 0; j <= i; ++j) max = std::fmax(max, row[j] * scale);
-        float total = 0.0f;
-        for (int64_t j = 0; j <= i; ++j) total += (row[j] = std::exp(row[j] * scale - max));
-        const float inv = 1.0f / total;
-        for (int64_t j = 0; j <= i; ++j) row[j] *= inv;
+        softmax_row(row, i + 1, scale);
         for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
         if (mask.active) {
           float* drow = pd + i * T;

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/gemm.h"
+#include "kernels/softmax_row.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -13,38 +15,65 @@ namespace {
 
 // Attention of n new queries (positions start .. start+n-1) over the cached keys/values 0 .. their
 // own position; the new keys and values were already written into the cache.
-// qkv: [n, 3C]; keys, values: [block_size, C]; out: [n, C]; probs (optional): [H, n, start+n].
+// qkv: [n, 3C]; keys, values: [block_size, C]; out: [n, C]; scores: [H, n, start+n] (the
+// captured probabilities when the caller wants them, else scratch).
 void cached_attention(const float* qkv, const float* keys, const float* values, int64_t n, int64_t start, int64_t C,
-                      int64_t H, float* out, float* probs) {
+                      int64_t H, float* out, float* scores) {
   const int64_t hs = C / H, total = start + n;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  // Several queries (a prompt, a re-encoded window): per head, scores and outputs are two
+  // matrix products on the fast GEMM; one query: plain loops over the cache are cheaper.
+  const bool batched = n > 1;
 #pragma omp parallel for schedule(static) if (n * total * C > (1 << 16))
-  for (int64_t work = 0; work < H * n; ++work) {
-    const int64_t h = work / n, i = work % n, visible = start + i + 1;
-    const float* q = qkv + i * 3 * C + h * hs;
-    float stack_scores[4096];  // block_size <= 4096 is checked by the caller
-    float* scores = probs ? probs + (h * n + i) * total : stack_scores;
-    float max = -INFINITY;
-    for (int64_t j = 0; j < visible; ++j) {
-      const float* k = keys + j * C + h * hs;
-      float s = 0.0f;
-      for (int64_t d = 0; d < hs; ++d) s += q[d] * k[d];
-      scores[j] = s * scale;
-      max = std::fmax(max, scores[j]);
+  for (int64_t h = 0; h < H; ++h) {
+    float* S = scores + h * n * total;
+    if (batched) gemm(false, true, n, total, hs, qkv + h * hs, 3 * C, keys + h * hs, C, S, total, false);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t visible = start + i + 1;
+      float* row = S + i * total;
+      if (!batched) {
+        const float* q = qkv + i * 3 * C + h * hs;
+        for (int64_t j = 0; j < visible; ++j) {
+          const float* k = keys + j * C + h * hs;
+          float dot = 0.0f;
+          for (int64_t d = 0; d < hs; ++d) dot += q[d] * k[d];
+          row[j] = dot;
+        }
+      }
+      softmax_row(row, visible, scale);
+      for (int64_t j = visible; j < total; ++j) row[j] = 0.0f;
+      if (!batched) {
+        float* o = out + i * C + h * hs;
+        for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
+        for (int64_t j = 0; j < visible; ++j) {
+          const float* v = values + j * C + h * hs;
+          for (int64_t d = 0; d < hs; ++d) o[d] += row[j] * v[d];
+        }
+      }
     }
-    float sum = 0.0f;
-    for (int64_t j = 0; j < visible; ++j) sum += (scores[j] = std::exp(scores[j] - max));
-    const float inv = 1.0f / sum;
-    float* o = out + i * C + h * hs;
-    for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
-    for (int64_t j = 0; j < visible; ++j) {
-      scores[j] *= inv;
-      const float* v = values + j * C + h * hs;
-      for (int64_t d = 0; d < hs; ++d) o[d] += scores[j] * v[d];
-    }
-    if (probs)
-      for (int64_t j = visible; j < total; ++j) scores[j] = 0.0f;
+    if (batched) gemm(false, false, n, hs, total, S, total, values + h * hs, C, out + h * hs, C, false);
   }
+}
+
+// x W^T + b for inference. One row: dot products against W's rows ([out, in], contiguous).
+// Several rows: a product with W^T stored [in, out], whose packing for the GEMM is a plain copy
+// (packing W itself would transpose it again for every call).
+Tensor inference_linear(Graph& g, const Tensor& x, const Tensor& w, const float* w_transposed, const Tensor& bias) {
+  const int64_t rows = x.shape.rows();
+  if (rows == 1) return linear(g, x, w, bias);
+  const int64_t out_features = w.shape[0], in = w.shape[1];
+  Tensor y = g.make(Shape{rows, out_features}, false);
+  if (defined(bias))
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(y.data + r * out_features, bias.data, out_features * sizeof(float));
+  gemm(false, false, rows, out_features, in, x.data, in, w_transposed, out_features, y.data, out_features, defined(bias));
+  return y;
+}
+
+void transpose_into(const Tensor& w, AlignedBuffer<float>& out) {
+  const int64_t rows = w.shape[0], cols = w.shape[1];
+  out = AlignedBuffer<float>(static_cast<std::size_t>(rows * cols));
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t c = 0; c < cols; ++c) out[static_cast<std::size_t>(c * rows + r)] = w.data[r * cols + c];
 }
 
 }  // namespace
@@ -55,6 +84,13 @@ Generator::Generator(Gpt& model) : model_(model), arena_(4u << 20), graph_(arena
   for (int64_t l = 0; l < c.n_layer; ++l) {
     keys_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
     values_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
+    const Gpt::BlockParams w = model.block(l);
+    TransposedWeights t;
+    transpose_into(w.c_attn_w, t.c_attn);
+    transpose_into(w.attn_proj_w, t.attn_proj);
+    transpose_into(w.c_fc_w, t.c_fc);
+    transpose_into(w.mlp_proj_w, t.mlp_proj);
+    transposed_.push_back(std::move(t));
   }
   last_logits_.resize(static_cast<std::size_t>(c.vocab_size));
 }
@@ -62,7 +98,6 @@ Generator::Generator(Gpt& model) : model_(model), arena_(4u << 20), graph_(arena
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
   const GptConfig& c = model_.config();
   GPT_CHECK(n >= 1 && length_ + n <= c.block_size, "KV cache overflow: " + std::to_string(length_ + n) + " > block_size");
-  GPT_CHECK(c.block_size <= 4096, "block_size above the attention scratch size");
   const int64_t C = c.n_embd, start = length_, total = start + n;
   graph_.reset();
   Graph& g = graph_;
@@ -72,7 +107,8 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * n * total), 0.0f);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Gpt::BlockParams w = model_.block(l);
-    Tensor qkv = linear(g, layernorm(g, x, w.ln_1_w, w.ln_1_b), w.c_attn_w, w.c_attn_b);  // [n, 3C]
+    const TransposedWeights& wt = transposed_[static_cast<std::size_t>(l)];
+    Tensor qkv = inference_linear(g, layernorm(g, x, w.ln_1_w, w.ln_1_b), w.c_attn_w, wt.c_attn.data(), w.c_attn_b);  // [n, 3C]
     float* keys = keys_[l].data();
     float* values = values_[l].data();
     for (int64_t i = 0; i < n; ++i) {
@@ -80,11 +116,11 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
       std::memcpy(values + (start + i) * C, qkv.data + i * 3 * C + 2 * C, C * sizeof(float));
     }
     Tensor attended = g.make(Shape{n, C}, false);
-    float* probs = capture_ ? captured_.data() + l * c.n_head * n * total : nullptr;
-    cached_attention(qkv.data, keys, values, n, start, C, c.n_head, attended.data, probs);
-    x = add(g, x, linear(g, attended, w.attn_proj_w, w.attn_proj_b));
-    Tensor h = gelu(g, linear(g, layernorm(g, x, w.ln_2_w, w.ln_2_b), w.c_fc_w, w.c_fc_b));
-    x = add(g, x, linear(g, h, w.mlp_proj_w, w.mlp_proj_b));
+    float* scores = capture_ ? captured_.data() + l * c.n_head * n * total : g.scratch(static_cast<std::size_t>(c.n_head * n * total));
+    cached_attention(qkv.data, keys, values, n, start, C, c.n_head, attended.data, scores);
+    x = add(g, x, inference_linear(g, attended, w.attn_proj_w, wt.attn_proj.data(), w.attn_proj_b));
+    Tensor h = gelu(g, inference_linear(g, layernorm(g, x, w.ln_2_w, w.ln_2_b), w.c_fc_w, wt.c_fc.data(), w.c_fc_b));
+    x = add(g, x, inference_linear(g, h, w.mlp_proj_w, wt.mlp_proj.data(), w.mlp_proj_b));
   }
   length_ = total;
   if (all_logits) {
