@@ -70,6 +70,18 @@ TEST(Gemm, PortablePathIsBitIdenticalToSimdPath) {
   }
 }
 
+TEST(Gemm, PrepackedMatrixGivesTheSameBits) {
+  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 300}, Case{130, 33, 513}})
+    for (int tb = 0; tb < 2; ++tb) {
+      auto A = random_vector(c.M * c.K, 9), B = random_vector(c.K * c.N, 10), C0 = random_vector(c.M * c.N, 11);
+      const auto expected = run(false, tb, c, A, B, C0, true);
+      const PackedMatrix packed(tb, c.K, c.N, B.data(), tb ? c.K : c.N);
+      auto C = C0;
+      gemm_prepacked(c.M, A.data(), c.K, packed, C.data(), c.N, true);
+      ASSERT_EQ(C, expected) << c.M << "x" << c.N << "x" << c.K << " tb=" << tb;
+    }
+}
+
 TEST(Gemm, ResultDoesNotDependOnThreadCount) {
   const Case c{300, 200, 260};
   auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/aligned_buffer.h"
+#include "core/check.h"
 
 namespace gpt {
 
@@ -273,19 +274,12 @@ const char* gemm_kernel_name() { return active_kernel().name; }
 int gemm_vector_width() { return active_kernel().vector_width; }
 void gemm_force_portable(bool force) { g_force_portable = force; }
 
-void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
-  if (M <= 0 || N <= 0) return;
-  if (K <= 0) {
-    if (!accumulate)
-      for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc, 0, N * sizeof(float));
-    return;
-  }
-  const Kernel& kernel = active_kernel();
-  if (M == 1 && !trans_a && trans_b) {
-    row_times_transposed(kernel.vector_width > 1, N, K, A, B, ldb, C, accumulate);
-    return;
-  }
+namespace {
+
+// The blocked product: for each K block, op(B) is packed (or taken prepacked), then the work
+// items run. `prepacked` is null or holds every K block of op(B) in the packed sliver layout.
+void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
+                  int64_t lda, const float* B, int64_t ldb, const float* prepacked, float* C, int64_t ldc, bool accumulate) {
   // Work items: MC-row blocks times column chunks (a multiple of NR), enough of them to balance
   // the threads. Each item packs its own A block; op(B) is packed once per K block, shared.
   const int64_t NR = kernel.NR;
@@ -300,26 +294,71 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   chunks_n = (slivers + chunk_slivers - 1) / chunk_slivers;
   const int64_t items = blocks_m * chunks_n;
   const bool parallel = items > 1 && M * N * K >= (1 << 18) && threads > 1;
-  thread_local GrowableBuffer packed_a;        // per thread
-  thread_local GrowableBuffer own_packed_b;    // used when called inside an enclosing parallel region
-  float* packed_b = (omp_in_parallel() ? own_packed_b : g_packed_b).get(static_cast<std::size_t>(slivers * NR * std::min(K, KC)));
+  thread_local GrowableBuffer packed_a;      // per thread
+  thread_local GrowableBuffer own_packed_b;  // used when called inside an enclosing parallel region
+  float* packed_b = prepacked ? nullptr
+                              : (omp_in_parallel() ? own_packed_b : g_packed_b)
+                                    .get(static_cast<std::size_t>(slivers * NR * std::min(K, KC)));
   for (int64_t p0 = 0; p0 < K; p0 += KC) {
     const int64_t kc = std::min(KC, K - p0);
     const bool load_c = accumulate || p0 > 0;
+    const float* block_b = prepacked ? prepacked + p0 * slivers * NR : packed_b;
 #pragma omp parallel if (parallel)
     {
+      if (!prepacked) {
 #pragma omp for schedule(static)
-      for (int64_t s = 0; s < slivers; ++s)
-        pack_b_sliver(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), packed_b + s * NR * kc);
+        for (int64_t s = 0; s < slivers; ++s)
+          pack_b_sliver(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), packed_b + s * NR * kc);
+      }
       float* a_scratch = packed_a.get(static_cast<std::size_t>(kMaxMR * KC));  // one MR x KC sliver
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < items; ++item) {
         const int64_t i0 = (item / chunks_n) * MC, mc = std::min(MC, M - i0);
         const int64_t j0 = (item % chunks_n) * chunk_slivers * NR, nc = std::min(chunk_slivers * NR, N - j0);
-        multiply_block(kernel, trans_a, A, lda, p0, packed_b, kc, i0, mc, j0, nc, C, ldc, load_c, a_scratch);
+        multiply_block(kernel, trans_a, A, lda, p0, block_b, kc, i0, mc, j0, nc, C, ldc, load_c, a_scratch);
       }
     }
   }
+}
+
+bool zero_or_trivial(int64_t M, int64_t N, int64_t K, float* C, int64_t ldc, bool accumulate) {
+  if (M <= 0 || N <= 0) return true;
+  if (K > 0) return false;
+  if (!accumulate)
+    for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc, 0, N * sizeof(float));
+  return true;
+}
+
+}  // namespace
+
+void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
+          int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  if (zero_or_trivial(M, N, K, C, ldc, accumulate)) return;
+  const Kernel& kernel = active_kernel();
+  if (M == 1 && !trans_a && trans_b) {
+    row_times_transposed(kernel.vector_width > 1, N, K, A, B, ldb, C, accumulate);
+    return;
+  }
+  gemm_blocked(kernel, trans_a, trans_b, M, N, K, A, lda, B, ldb, nullptr, C, ldc, accumulate);
+}
+
+PackedMatrix::PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb) : K_(K), N_(N) {
+  const Kernel& kernel = active_kernel();
+  nr_ = kernel.NR;
+  const int64_t slivers = (N + nr_ - 1) / nr_;
+  data_ = AlignedBuffer<float>(static_cast<std::size_t>(std::max<int64_t>(1, K * slivers * nr_)));
+  for (int64_t p0 = 0; p0 < K; p0 += KC) {
+    const int64_t kc = std::min(KC, K - p0);
+    for (int64_t s = 0; s < slivers; ++s)
+      pack_b_sliver(nr_, trans_b, B, ldb, p0, kc, s * nr_, std::min(nr_, N - s * nr_), data_.data() + p0 * slivers * nr_ + s * nr_ * kc);
+  }
+}
+
+void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc, bool accumulate) {
+  if (zero_or_trivial(M, B.N(), B.K(), C, ldc, accumulate)) return;
+  const Kernel& kernel = active_kernel();
+  GPT_CHECK(kernel.NR == B.nr(), "matrix packed for another GEMM kernel");
+  gemm_blocked(kernel, false, false, M, B.N(), B.K(), A, lda, nullptr, 0, B.data(), C, ldc, accumulate);
 }
 
 }  // namespace gpt

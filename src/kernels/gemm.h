@@ -13,10 +13,31 @@
 
 #include <cstdint>
 
+#include "core/aligned_buffer.h"
+
 namespace gpt {
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
           int64_t ldb, float* C, int64_t ldc, bool accumulate);
+
+// op(B) packed once into the GEMM's internal layout, for a right-hand matrix that many products
+// reuse unchanged (inference weights): C[M,N] (+)= A[M,K] op(B), with A not transposed, then
+// skips the per-call packing. Results are the same bits as gemm()'s. Packed for the kernel active
+// when it was built (gemm_force_portable afterwards is an error).
+class PackedMatrix {
+ public:
+  PackedMatrix() = default;
+  PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
+  int64_t K() const { return K_; }
+  int64_t N() const { return N_; }
+  int64_t nr() const { return nr_; }
+  const float* data() const { return data_.data(); }
+
+ private:
+  int64_t K_ = 0, N_ = 0, nr_ = 0;
+  AlignedBuffer<float> data_;
+};
+void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc, bool accumulate);
 
 // Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
 // "avx2-fma" or "portable"; and its vector width in floats (1 for portable).

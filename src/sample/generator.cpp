@@ -56,25 +56,20 @@ void cached_attention(const float* qkv, const float* keys, const float* values, 
 }
 
 // x W^T + b for inference. One row: dot products against W's rows ([out, in], contiguous).
-// Several rows: a product with W^T stored [in, out], whose packing for the GEMM is a plain copy
-// (packing W itself would transpose it again for every call).
-Tensor inference_linear(Graph& g, const Tensor& x, const Tensor& w, const float* w_transposed, const Tensor& bias) {
+// Several rows: the GEMM against W^T packed once when the Generator was made (packing it per
+// call would re-copy every weight for every token of a re-encoded window).
+Tensor inference_linear(Graph& g, const Tensor& x, const Tensor& w, const PackedMatrix& w_packed, const Tensor& bias) {
   const int64_t rows = x.shape.rows();
   if (rows == 1) return linear(g, x, w, bias);
   const int64_t out_features = w.shape[0], in = w.shape[1];
   Tensor y = g.make(Shape{rows, out_features}, false);
   if (defined(bias))
     for (int64_t r = 0; r < rows; ++r) std::memcpy(y.data + r * out_features, bias.data, out_features * sizeof(float));
-  gemm(false, false, rows, out_features, in, x.data, in, w_transposed, out_features, y.data, out_features, defined(bias));
+  gemm_prepacked(rows, x.data, in, w_packed, y.data, out_features, defined(bias));
   return y;
 }
 
-void transpose_into(const Tensor& w, AlignedBuffer<float>& out) {
-  const int64_t rows = w.shape[0], cols = w.shape[1];
-  out = AlignedBuffer<float>(static_cast<std::size_t>(rows * cols));
-  for (int64_t r = 0; r < rows; ++r)
-    for (int64_t c = 0; c < cols; ++c) out[static_cast<std::size_t>(c * rows + r)] = w.data[r * cols + c];
-}
+PackedMatrix packed_transpose(const Tensor& w) { return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1]); }
 
 }  // namespace
 
@@ -85,12 +80,8 @@ Generator::Generator(Gpt& model) : model_(model), arena_(4u << 20), graph_(arena
     keys_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
     values_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
     const Gpt::BlockParams w = model.block(l);
-    TransposedWeights t;
-    transpose_into(w.c_attn_w, t.c_attn);
-    transpose_into(w.attn_proj_w, t.attn_proj);
-    transpose_into(w.c_fc_w, t.c_fc);
-    transpose_into(w.mlp_proj_w, t.mlp_proj);
-    transposed_.push_back(std::move(t));
+    packed_.push_back({packed_transpose(w.c_attn_w), packed_transpose(w.attn_proj_w), packed_transpose(w.c_fc_w),
+                       packed_transpose(w.mlp_proj_w)});
   }
   last_logits_.resize(static_cast<std::size_t>(c.vocab_size));
 }
@@ -107,8 +98,8 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * n * total), 0.0f);
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const Gpt::BlockParams w = model_.block(l);
-    const TransposedWeights& wt = transposed_[static_cast<std::size_t>(l)];
-    Tensor qkv = inference_linear(g, layernorm(g, x, w.ln_1_w, w.ln_1_b), w.c_attn_w, wt.c_attn.data(), w.c_attn_b);  // [n, 3C]
+    const PackedWeights& wp = packed_[static_cast<std::size_t>(l)];
+    Tensor qkv = inference_linear(g, layernorm(g, x, w.ln_1_w, w.ln_1_b), w.c_attn_w, wp.c_attn, w.c_attn_b);  // [n, 3C]
     float* keys = keys_[l].data();
     float* values = values_[l].data();
     for (int64_t i = 0; i < n; ++i) {
@@ -118,9 +109,9 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
     Tensor attended = g.make(Shape{n, C}, false);
     float* scores = capture_ ? captured_.data() + l * c.n_head * n * total : g.scratch(static_cast<std::size_t>(c.n_head * n * total));
     cached_attention(qkv.data, keys, values, n, start, C, c.n_head, attended.data, scores);
-    x = add(g, x, inference_linear(g, attended, w.attn_proj_w, wt.attn_proj.data(), w.attn_proj_b));
-    Tensor h = gelu(g, inference_linear(g, layernorm(g, x, w.ln_2_w, w.ln_2_b), w.c_fc_w, wt.c_fc.data(), w.c_fc_b));
-    x = add(g, x, inference_linear(g, h, w.mlp_proj_w, wt.mlp_proj.data(), w.mlp_proj_b));
+    x = add(g, x, inference_linear(g, attended, w.attn_proj_w, wp.attn_proj, w.attn_proj_b));
+    Tensor h = gelu(g, inference_linear(g, layernorm(g, x, w.ln_2_w, w.ln_2_b), w.c_fc_w, wp.c_fc, w.c_fc_b));
+    x = add(g, x, inference_linear(g, h, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b));
   }
   length_ = total;
   if (all_logits) {

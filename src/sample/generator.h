@@ -3,7 +3,7 @@
 // a prompt, one token's matrix-vector products afterwards) and returns the last position's
 // logits. No autograd tape, no gradient buffers; per-step memory comes from an arena that is
 // reset every call, so steady-state generation allocates nothing. The weights are read, never
-// written: the Generator keeps transposed copies for batched appends (see generator.cpp), so
+// written: the Generator keeps packed copies for batched appends (see generator.cpp), so
 // the model must not change while a Generator uses it.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
 #include "core/graph.h"
+#include "kernels/gemm.h"
 #include "model/gpt.h"
 
 namespace gpt {
@@ -40,10 +41,10 @@ class Generator {
   Arena arena_;
   Graph graph_;
   std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [block_size, C]
-  struct TransposedWeights {
-    AlignedBuffer<float> c_attn, attn_proj, c_fc, mlp_proj;  // W^T, [in, out]
+  struct PackedWeights {
+    PackedMatrix c_attn, attn_proj, c_fc, mlp_proj;  // W^T in the GEMM's packed layout
   };
-  std::vector<TransposedWeights> transposed_;  // per layer, for batched appends
+  std::vector<PackedWeights> packed_;  // per layer, for batched appends
   std::vector<float> last_logits_;
   int64_t length_ = 0;
   bool capture_ = false;
