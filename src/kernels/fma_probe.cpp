@@ -3,6 +3,7 @@
 #include <immintrin.h>
 #include <omp.h>
 
+#include <algorithm>
 #include <chrono>
 
 #include "kernels/gemm.h"
@@ -45,20 +46,25 @@ double measure_fma_peak_gflops(double seconds) {
   if (width <= 1) return 0.0;  // portable kernel: no SIMD peak to speak of
   auto run = [&](long rounds) { return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds); };
   run(100000);  // warm up the vector units (and their clock)
-  long rounds = 1 << 20;
-  double elapsed = 0;
-  double sink = 0;  // printed nowhere, but keeps the chains from being optimised away
-  for (;;) {
-    const auto start = std::chrono::steady_clock::now();
+  // The peak is a maximum: on a shared machine other work only ever slows a trial down, so take
+  // the best of several short trials rather than one long one.
+  constexpr int kTrials = 5;
+  double best = 0.0, sink = 0.0;  // sink keeps the chains from being optimised away
+  long rounds = 1 << 16;
+  for (int trial = 0; trial < kTrials; ++trial) {
+    double elapsed = 0;
+    for (;;) {
+      const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel reduction(+ : sink)
-    sink += run(rounds);
-    if (sink == 1.2345) elapsed = 0;
-    elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (elapsed >= seconds) break;
-    rounds *= 2;
+      sink += run(rounds);
+      elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed >= seconds / kTrials) break;
+      rounds *= 2;
+    }
+    const double flops = static_cast<double>(rounds) * 12.0 * width * 2.0 * omp_get_max_threads();
+    best = std::max(best, flops / elapsed * 1e-9);
   }
-  const double flops = static_cast<double>(rounds) * 12.0 * width * 2.0 * omp_get_max_threads();
-  return flops / elapsed * 1e-9;
+  return sink == 1.2345 ? 0.0 : best;
 }
 
 }  // namespace gpt
