@@ -118,7 +118,9 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
   result.last_val_loss = std::numeric_limits<double>::quiet_NaN();
 
   const int64_t start_iter = state.iter_num;
+  int64_t last_saved_iter = -1;
   auto save = [&](int64_t iter_num, bool eval_done) {
+    last_saved_iter = iter_num;
     state.iter_num = iter_num;
     state.eval_done = eval_done;
     state.adam_step = optimizer.step_count();
@@ -187,7 +189,7 @@ TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop
     }
   }
   progress.clear();
-  if (result.stop_signal == 0) {
+  if (result.stop_signal == 0 && last_saved_iter != iter) {
     save(iter, true);
     spdlog::info("saved final checkpoint to {}", model_path(config.out_dir));
   }
