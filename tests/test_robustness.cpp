@@ -39,7 +39,8 @@ class Robustness : public ::testing::Test {
     return all.find(text) != std::string::npos;
   }
   static void wait_for_log(const std::string& path, const std::string& text) {
-    for (int i = 0; i < 3000 && !log_contains(path, text); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    // Up to 30 s: sanitizer builds start slowly.
+    for (int i = 0; i < 15000 && !log_contains(path, text); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 };
 
@@ -52,8 +53,9 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     ChildProcess child(train_args(out, 100000, {"--eval_interval", "1", "--always_save_checkpoint", "true",
                                                 "--init_from", std::filesystem::exists(model_path(out)) ? "resume" : "scratch"}),
                        dir.file("killed.log"));
-    // Once it is training (and so checkpointing), kill it at a random moment.
-    wait_for_log(dir.file("killed.log"), "step ");
+    // Once it has written its first checkpoint (so it is in the save-every-iteration loop), kill
+    // it at a random moment.
+    wait_for_log(dir.file("killed.log"), "saved checkpoint");
     std::this_thread::sleep_for(std::chrono::microseconds(rng.below(80000)));
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
