@@ -152,6 +152,19 @@ TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   EXPECT_EQ(o.dropout, 0.0);
 }
 
+TEST(ConfigLoader, NumbersTooLargeForADoubleAreAnError) {
+  // Regression: found by tools/fuzz.sh config; nlohmann's out_of_range escaped as a crash.
+  for (const char* text : {"777777777e77777", "{\"max_iters\": 1e99999}", "[1e400]"}) {
+    try {
+      parse_train_config(text, "c.json");
+      ADD_FAILURE() << text;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find("c.json: invalid JSON"), std::string::npos) << e.what();
+      EXPECT_EQ(e.exit_code(), 2);
+    }
+  }
+}
+
 TEST(AtomicFile, ReplacesWholeAndKeepsTheOldFileOnFailure) {
   testing::ScratchDir dir;
   const std::string path = dir.file("f.bin");

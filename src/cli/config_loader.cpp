@@ -128,6 +128,12 @@ TrainConfig parse_train_config(const std::string& text, const std::string& sourc
     const auto colon = what.rfind(": ");
     throw UserError(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": invalid JSON: " +
                     (colon == std::string::npos ? what : what.substr(colon + 2)));
+  } catch (const nlohmann::json::exception& e) {
+    // Found by fuzzing: a number too large for a double (1e99999) is out_of_range, not a
+    // parse_error, and carries no position.
+    std::string what = e.what();
+    const auto bracket = what.find("] ");
+    throw UserError(source + ": invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
   if (!j.is_object()) throw UserError(source + ": expected a JSON object of settings, got " + std::string(j.type_name()));
   TrainConfig config;
