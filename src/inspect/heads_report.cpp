@@ -34,7 +34,10 @@ std::string number(double v, int decimals = 3) {
 // Cells shrink with n so 256 positions fit in ~520 px; axis labels every `step` characters.
 std::string heatmap_svg(const float* A, int64_t n, const std::vector<std::string>& chars, const std::string& title) {
   const double cell = std::max(2.0, std::min(14.0, 512.0 / static_cast<double>(n)));
-  const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(10.0 / cell)));
+  // A label on every row and column when the cells are at least 7 px (a 64-character prompt),
+  // else on every few so that labels never overlap; the font fits the labelled span.
+  const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(7.0 / cell)));
+  const std::string font = number(std::min(9.0, cell * static_cast<double>(step)), 0);
   const double margin = 28, size = cell * static_cast<double>(n);
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(size + margin + 4, 0) + "\" height=\"" +
                     number(size + margin + 4, 0) + "\" role=\"img\"><title>" + escape_html(title) + "</title>";
@@ -46,8 +49,8 @@ std::string heatmap_svg(const float* A, int64_t n, const std::vector<std::string
   };
   for (int64_t i = 0; i < n; i += step) {
     const double p = margin + (static_cast<double>(i) + 0.5) * cell;
-    svg += "<text x=\"" + number(p, 1) + "\" y=\"" + number(margin - 4, 1) + "\" font-size=\"9\" text-anchor=\"middle\">" + label(i) + "</text>";
-    svg += "<text x=\"" + number(margin - 4, 1) + "\" y=\"" + number(p + 3, 1) + "\" font-size=\"9\" text-anchor=\"end\">" + label(i) + "</text>";
+    svg += "<text x=\"" + number(p, 1) + "\" y=\"" + number(margin - 4, 1) + "\" font-size=\"" + font + "\" text-anchor=\"middle\">" + label(i) + "</text>";
+    svg += "<text x=\"" + number(margin - 4, 1) + "\" y=\"" + number(p + 3, 1) + "\" font-size=\"" + font + "\" text-anchor=\"end\">" + label(i) + "</text>";
   }
   for (int64_t t = 0; t < n; ++t) {
     int64_t j = 0;
