@@ -8,17 +8,11 @@
 namespace gpt {
 
 namespace {
-uint64_t splitmix64(uint64_t& x) {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
 uint64_t rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
 }  // namespace
 
 void Rng::reseed(uint64_t seed) {
-  for (auto& word : s_) word = splitmix64(seed);
+  for (auto& word : s_) word = splitmix64_next(seed);
 }
 
 uint64_t Rng::next_u64() {

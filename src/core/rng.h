@@ -9,6 +9,17 @@
 
 namespace gpt {
 
+// splitmix64's step: the state advances by the golden-ratio increment and the result is mixed.
+// Seeds the Rng, and gives stateless per-element randomness (dropout masks: the state is
+// seed + index * increment, so any element's value is computed directly, on any thread).
+inline constexpr uint64_t kSplitmixIncrement = 0x9E3779B97F4A7C15ull;
+inline uint64_t splitmix64_mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+inline uint64_t splitmix64_next(uint64_t& state) { return splitmix64_mix(state += kSplitmixIncrement); }
+
 class Rng {
  public:
   using State = std::array<uint64_t, 4>;

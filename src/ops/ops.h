@@ -81,12 +81,9 @@ template <typename... Rest>
 bool any_grad(const Tensor& a, const Rest&... rest) {
   return a.requires_grad() || any_grad(rest...);
 }
-// Uniform [0,1) from (seed, index) without state: splitmix64 of their combination.
+// Uniform [0,1) from (seed, index) without state: splitmix64's output at step index + 1.
 inline float hash_uniform(uint64_t seed, uint64_t index) {
-  uint64_t z = seed + (index + 1) * 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  z ^= z >> 31;
+  const uint64_t z = splitmix64_mix(seed + (index + 1) * kSplitmixIncrement);
   return static_cast<float>(z >> 40) * 0x1.0p-24f;
 }
 }  // namespace detail
