@@ -1,7 +1,6 @@
 // gpt train --config FILE.json [--KEY VALUE ...]: every config key is also a flag that overrides
 // the file. SIGINT/SIGTERM finish the current iteration, save and exit 130/143; a second SIGINT
 // exits at once (checkpoint files are replaced atomically, so nothing is left half-written).
-#include <omp.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 

@@ -1,9 +1,7 @@
 #include "train/evaluate.h"
 
-#include <cmath>
 #include <numbers>
 
-#include "ops/ops.h"
 
 namespace gpt {
 
