@@ -27,10 +27,14 @@ namespace gpt::testing {
 struct OwnedTensor {
   std::vector<float> data, grad;
   Shape shape;
+  GradSlot slot;  // fixed: points at `grad`
   OwnedTensor(Shape s, Rng& rng, float stddev = 1.0f) : data(s.numel()), grad(s.numel(), 0.0f), shape(s) {
     for (auto& v : data) v = static_cast<float>(rng.normal()) * stddev;
   }
-  Tensor view() { return Tensor{data.data(), grad.data(), shape}; }
+  Tensor view() {
+    slot = GradSlot{grad.data(), grad.size(), nullptr};
+    return Tensor{data.data(), &slot, shape};
+  }
   Tensor view_no_grad() { return Tensor{data.data(), nullptr, shape}; }
 };
 
@@ -55,9 +59,10 @@ inline GradcheckResult gradcheck(const OpFn& op, std::vector<OwnedTensor>& input
   std::vector<float> w(out.numel());
   for (auto& v : w) v = static_cast<float>(rng.normal());
   // Seed out.grad with w: dL/dout = w.
-  EXPECT_NE(out.grad, nullptr) << "op output has no gradient";
-  if (!out.grad) return {false, 0, "no grad"};
-  for (int64_t i = 0; i < out.numel(); ++i) out.grad[i] = w[i];
+  EXPECT_TRUE(out.requires_grad()) << "op output has no gradient";
+  if (!out.requires_grad()) return {false, 0, "no grad"};
+  float* seed_grad = out.grad_accumulator();
+  for (int64_t i = 0; i < out.numel(); ++i) seed_grad[i] = w[i];
   g.run_backward();
 
   auto loss_at = [&]() {

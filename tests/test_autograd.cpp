@@ -61,7 +61,7 @@ TEST(Autograd, NoGradRecordsNothingAndAllocatesNoGradients) {
   NoGradGuard no_grad(g);
   Tensor y = gelu(g, layernorm(g, x.view(), w.view(), Tensor{}));
   EXPECT_EQ(g.tape_size(), 0u);
-  EXPECT_EQ(y.grad, nullptr);
+  EXPECT_FALSE(y.requires_grad());
   for (float v : x.grad) EXPECT_EQ(v, 0.0f);
 }
 
@@ -71,7 +71,7 @@ TEST(Autograd, InputsWithoutGradientRecordNothing) {
   Arena arena;
   Graph g(arena);
   Tensor y = softmax(g, x.view_no_grad());
-  EXPECT_EQ(y.grad, nullptr);
+  EXPECT_FALSE(y.requires_grad());
   EXPECT_EQ(g.tape_size(), 0u);
 }
 
@@ -106,7 +106,8 @@ void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_
   ASSERT_EQ(fused.shape, ref.shape);
   for (int64_t i = 0; i < fused.numel(); ++i) EXPECT_NEAR(fused.data[i], ref.data[i], 1e-5) << i;
   // Seed both outputs with the same upstream gradient, then backpropagate.
-  for (int64_t i = 0; i < fused.numel(); ++i) fused.grad[i] = ref.grad[i] = upstream.data[i];
+  std::copy(upstream.data.begin(), upstream.data.end(), fused.grad_accumulator());
+  std::copy(upstream.data.begin(), upstream.data.end(), ref.grad_accumulator());
   g.run_backward();
   for (int64_t i = 0; i < qkv_fused.view().numel(); ++i)
     EXPECT_NEAR(qkv_fused.grad[i], qkv_ref.grad[i], 1e-5) << i;
@@ -114,6 +115,64 @@ void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_
 
 TEST(FusedAttention, MatchesPrimitiveComposition) { expect_attention_matches_primitives(2, 9, 12, 3); }
 TEST(FusedAttention, MatchesPrimitiveCompositionAcrossRowBlocks) { expect_attention_matches_primitives(1, 130, 8, 2); }
+
+TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
+  // [B, H, T, T] probabilities would be 2 * 8 * 512 * 512 floats = 16 MiB; the op's own memory
+  // (output + per-thread scratch) must stay far below that.
+  const int64_t B = 2, T = 512, C = 32;
+  Rng rng(8);
+  OwnedTensor qkv(Shape{B, T, 3 * C}, rng);
+  Arena arena;
+  Graph g(arena);
+  Rng dropout_rng(1);
+  Tensor out = causal_self_attention(g, qkv.view(), 8, 0.1f, dropout_rng, true);
+  EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
+  g.backward(sum(g, out));
+  EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
+}
+
+// Gradients of intermediate tensors are recycled: a chain of n ops on an S-float tensor keeps
+// about two S-float gradient buffers alive in backward, not n.
+TEST(Autograd, BackwardRecyclesGradientBuffersOfConsumedTensors) {
+  const int64_t S = 64 * 1024, n = 12;
+  Rng rng(9);
+  OwnedTensor x(Shape{S}, rng);
+  Arena arena;
+  Graph g(arena);
+  Tensor h = x.view();
+  for (int64_t i = 0; i < n; ++i) h = gelu(g, h);
+  Tensor loss = sum(g, h);
+  const std::size_t after_forward = arena.high_water_bytes();
+  g.backward(loss);
+  const std::size_t bytes = static_cast<std::size_t>(S) * sizeof(float);
+  EXPECT_LE(arena.high_water_bytes() - after_forward, 2 * bytes + 4096);
+  // The result is still exact: d/dx of gelu^n, checked against a forward difference of the chain.
+  for (int64_t i : {int64_t{0}, S / 2, S - 1}) {
+    float up = x.data[i] + 1e-2f, down = x.data[i] - 1e-2f;
+    for (int64_t k = 0; k < n; ++k) {
+      up = 0.5f * up * (1.0f + std::erf(up / std::sqrt(2.0f)));
+      down = 0.5f * down * (1.0f + std::erf(down / std::sqrt(2.0f)));
+    }
+    EXPECT_NEAR(x.grad[i], (up - down) / 2e-2f, 2e-3f) << i;
+  }
+}
+
+TEST(Autograd, OpsWhoseOutputGetsNoGradientAreSkipped) {
+  // y feeds nothing that reaches the loss, so its backward must not run (it would add zeros).
+  Rng rng(10);
+  OwnedTensor x(Shape{6}, rng);
+  Arena arena;
+  Graph g(arena);
+  int runs = 0;
+  Tensor y = gelu(g, x.view());
+  int* counter = &runs;
+  g.record(y, [counter] { ++*counter; });
+  Tensor loss = sum(g, scale(g, x.view(), 2.0f));
+  g.backward(loss);
+  EXPECT_EQ(runs, 0);
+  EXPECT_EQ(y.grad(), nullptr);
+  for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(x.grad[i], 2.0f);
+}
 
 }  // namespace
 }  // namespace gpt

@@ -74,12 +74,12 @@ TEST(ParamStore, SlotsAreAlignedNamedAndShareOneLayout) {
   store.finalize();
   Tensor a = store.tensor("a"), b = store.tensor(1);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.data) % 64, 0u);
-  EXPECT_EQ(b.grad - store.grad(), b.data - store.data());
+  EXPECT_EQ(b.grad() - store.grad(), b.data - store.data());
   EXPECT_EQ(store.parameter_count(), 22);
   EXPECT_EQ(store.index_of("missing"), -1);
-  a.grad[0] = 1.0f;
+  a.grad()[0] = 1.0f;
   store.zero_grad();
-  EXPECT_EQ(a.grad[0], 0.0f);
+  EXPECT_EQ(a.grad()[0], 0.0f);
 }
 
 }  // namespace

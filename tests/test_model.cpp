@@ -59,7 +59,7 @@ void expect_heads_match(bool bias) {
   Graph g(arena);
   Tensor fused = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn_w, w.c_attn_b), 3, 0, rng, false), w.attn_proj_w,
                         w.attn_proj_b);
-  for (int64_t i = 0; i < fused.numel(); ++i) fused.grad[i] = upstream.data[i];
+  std::copy(upstream.data.begin(), upstream.data.end(), fused.grad_accumulator());
   g.run_backward();
   g.reset();
   std::vector<float> fused_dx = x.grad, fused_dparams(params.grad(), params.grad() + params.padded_floats());
@@ -69,7 +69,7 @@ void expect_heads_match(bool bias) {
   Tensor heads = attention_as_independent_heads(g, x.view(), w, 3);
   ASSERT_EQ(heads.shape, fused.shape);
   // fused.data was in the reset arena; recompute it without gradients to compare outputs.
-  for (int64_t i = 0; i < heads.numel(); ++i) heads.grad[i] = upstream.data[i];
+  std::copy(upstream.data.begin(), upstream.data.end(), heads.grad_accumulator());
   std::vector<float> heads_out(heads.data, heads.data + heads.numel());
   g.run_backward();
   g.reset();

@@ -28,8 +28,9 @@ TEST(Gradcheck, CatchesWrongGradient) {
     Tensor x = in[0];
     Tensor out = g.make(x.shape, x.requires_grad());
     for (int64_t i = 0; i < x.numel(); ++i) out.data[i] = x.data[i] * x.data[i];
-    g.record([=] {
-      for (int64_t i = 0; i < x.numel(); ++i) x.grad[i] += 1.1f * 2.0f * x.data[i] * out.grad[i];
+    g.record(out, [=] {
+      float* dx = x.grad_accumulator();
+      for (int64_t i = 0; i < x.numel(); ++i) dx[i] += 1.1f * 2.0f * x.data[i] * out.grad()[i];
     });
     return out;
   };
@@ -205,6 +206,18 @@ TEST(OpGrad, CausalSelfAttentionLongerThanOneRowBlock) {
       [](Graph& g, const std::vector<Tensor>& in) {
         Rng rng(1);
         return causal_self_attention(g, in[0], 1, 0.0f, rng, true);
+      },
+      inputs);
+}
+
+TEST(OpGrad, CausalSelfAttentionWithDropoutLongerThanOneRowBlock) {
+  // Backward recomputes each block's probabilities and dropout mask; the second block's must
+  // match what forward used.
+  auto inputs = make_inputs({Shape{1, 70, 6}}, 30, 0.5f);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(2);
+        return causal_self_attention(g, in[0], 1, 0.3f, rng, true);
       },
       inputs);
 }

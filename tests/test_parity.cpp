@@ -70,7 +70,7 @@ void check_parity(const std::string& file_name) {
   graph.reset();
   for (int i = 0; i < params.size(); ++i) {
     const std::string& name = params.slot(i).name;
-    expect_relative(params.tensor(i).grad, read_tensor(file, "grad." + name), 1e-4, "gradient of " + name);
+    expect_relative(params.tensor(i).grad(), read_tensor(file, "grad." + name), 1e-4, "gradient of " + name);
   }
   params.zero_grad();
 

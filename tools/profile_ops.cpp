@@ -25,11 +25,14 @@ double mean_ms(const std::function<void()>& f, int reps = 50) {
 
 struct Owned {
   std::vector<float> data, grad;
+  GradSlot slot;
   Tensor view;
   Owned(Shape s, Rng& rng) : data(s.numel()), grad(s.numel()) {
     for (auto& x : data) x = static_cast<float>(rng.normal() * 0.1);
-    view = Tensor{data.data(), grad.data(), s};
+    slot = GradSlot{grad.data(), grad.size(), nullptr};
+    view = Tensor{data.data(), &slot, s};
   }
+  Owned(const Owned&) = delete;
 };
 
 }  // namespace
@@ -51,7 +54,8 @@ int main() {
     });
     const double both = mean_ms([&] {
       Tensor out = op();
-      std::fill(out.grad, out.grad + out.numel(), 1e-3f);
+      float* seed = out.grad_accumulator();
+      std::fill(seed, seed + out.numel(), 1e-3f);
       g.run_backward();
       g.reset();
     });

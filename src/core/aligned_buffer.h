@@ -1,5 +1,6 @@
-// A 64-byte aligned, zero-initialised, owning float buffer (the only place we call the allocator
-// for bulk float storage). Move-only.
+// A 64-byte aligned, owning buffer (the only place we call the allocator for bulk storage),
+// zero-initialised unless constructed with kUninitialized (the arena: pages it never touches then
+// never count towards the process's resident memory). Move-only.
 #pragma once
 
 #include <cstddef>
@@ -14,15 +15,20 @@ constexpr std::size_t kAlignment = 64;
 
 inline std::size_t round_up(std::size_t n, std::size_t multiple) { return (n + multiple - 1) / multiple * multiple; }
 
+struct Uninitialized {};
+inline constexpr Uninitialized kUninitialized{};
+
 template <typename T>
 class AlignedBuffer {
  public:
   AlignedBuffer() = default;
-  explicit AlignedBuffer(std::size_t count) : count_(count) {
+  explicit AlignedBuffer(std::size_t count) : AlignedBuffer(count, kUninitialized) {
+    if (data_) std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
+  }
+  AlignedBuffer(std::size_t count, Uninitialized) : count_(count) {
     if (count == 0) return;
     data_ = static_cast<T*>(std::aligned_alloc(kAlignment, round_up(count * sizeof(T), kAlignment)));
     if (!data_) throw std::bad_alloc();
-    std::memset(static_cast<void*>(data_), 0, count * sizeof(T));
   }
   AlignedBuffer(AlignedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}

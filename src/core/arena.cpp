@@ -5,14 +5,16 @@
 
 namespace gpt {
 
-Arena::Arena(std::size_t initial_bytes) { chunks_.emplace_back(round_up(std::max<std::size_t>(initial_bytes, kAlignment), kAlignment)); }
+Arena::Arena(std::size_t initial_bytes) {
+  chunks_.emplace_back(round_up(std::max<std::size_t>(initial_bytes, kAlignment), kAlignment), kUninitialized);
+}
 
 void* Arena::allocate_bytes(std::size_t bytes) {
   bytes = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
   if (offset_ + bytes > chunks_.back().size()) {
     used_before_current_ += offset_;
     // Grow geometrically so that a first step with many tensors makes few chunks.
-    chunks_.emplace_back(std::max(bytes, chunks_.back().size() * 2));
+    chunks_.emplace_back(std::max(bytes, chunks_.back().size() * 2), kUninitialized);
     offset_ = 0;
   }
   std::byte* p = chunks_.back().data() + offset_;
@@ -29,10 +31,9 @@ float* Arena::allocate_zeroed_floats(std::size_t count) {
 
 void Arena::reset() {
   if (chunks_.size() > 1) {
-    std::size_t total = 0;
-    for (const auto& c : chunks_) total += c.size();
+    // The step's peak is exactly what one block needs: allocations are rounded the same way.
     chunks_.clear();
-    chunks_.emplace_back(round_up(std::max(total, high_water_), kAlignment));
+    chunks_.emplace_back(high_water_, kUninitialized);
   }
   offset_ = 0;
   used_before_current_ = 0;

@@ -3,8 +3,12 @@
 // the closures in reverse order of recording, which is a valid reverse topological order for free.
 // Closures live in the arena (no heap allocation per op) and must capture only trivially
 // destructible values (Tensors, sizes, pointers into the arena); reset() drops them all at once.
-// Gradient buffers are allocated zeroed and ops accumulate (+=) into them, so fan-out
+// Gradient buffers are handed out zeroed and ops accumulate (+=) into them, so fan-out
 // (a tensor used twice, e.g. residual connections) sums its gradients correctly.
+// Memory: each tape entry names the tensor its op produced. Every consumer of that tensor was
+// recorded later, so ran earlier in backward; once the entry has run, nothing reads the tensor's
+// gradient again and its buffer goes back to the GradPool for the next gradient of the same size.
+// An entry whose output received no gradient is skipped: all it could add is zeros.
 #pragma once
 
 #include <new>
@@ -17,9 +21,27 @@
 
 namespace gpt {
 
+// Gradient buffers for one step, recycled by exact size (a model has a handful of distinct sizes).
+// Buffers come from the arena, so they too are freed by the step's reset.
+class GradPool {
+ public:
+  explicit GradPool(Arena& arena) : arena_(arena) { free_.reserve(64); }
+  float* acquire(std::size_t count);  // zeroed
+  void release(GradSlot& slot);
+  void reset() { free_.clear(); }
+
+ private:
+  struct FreeBuffer {
+    std::size_t count;
+    float* data;
+  };
+  Arena& arena_;
+  std::vector<FreeBuffer> free_;
+};
+
 class Graph {
  public:
-  explicit Graph(Arena& arena) : arena_(arena) { tape_.reserve(1024); }
+  explicit Graph(Arena& arena) : arena_(arena), grad_pool_(arena) { tape_.reserve(1024); }
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -27,26 +49,33 @@ class Graph {
   bool grad_enabled() const { return grad_enabled_; }
   void set_grad_enabled(bool enabled) { grad_enabled_ = enabled; }
 
-  // A new tensor with uninitialised data; it gets a zeroed gradient buffer only when gradients
-  // are enabled and `needs_grad` (some input of the op that makes it requires a gradient).
+  // A new tensor with uninitialised data; it gets a gradient slot (its buffer comes later, in
+  // backward) only when gradients are enabled and `needs_grad` (some input of the op that makes it
+  // requires a gradient).
   Tensor make(Shape shape, bool needs_grad) {
     Tensor t;
     t.shape = shape;
     t.data = arena_.allocate_floats(static_cast<std::size_t>(shape.numel()));
-    if (needs_grad && grad_enabled_) t.grad = arena_.allocate_zeroed_floats(static_cast<std::size_t>(shape.numel()));
+    if (needs_grad && grad_enabled_)
+      t.grad_slot = new (arena_.allocate_bytes(sizeof(GradSlot)))
+          GradSlot{nullptr, static_cast<std::size_t>(shape.numel()), &grad_pool_};
     return t;
   }
   // Scratch memory an op saves for its backward (e.g. layernorm statistics).
   float* scratch(std::size_t count) { return arena_.allocate_floats(count); }
 
-  // Records `backward` to run during backward(); call only when the output requires a gradient.
+  // Records `backward`, the backward of the op that produced `output`, to run during backward();
+  // call only when `output` requires a gradient. An op may record several entries for one output
+  // (one per input, recorded back to back); the first recorded, which runs last, releases it.
   template <typename F>
-  void record(F backward) {
+  void record(const Tensor& output, F backward) {
     static_assert(std::is_trivially_destructible_v<F>, "backward closures must capture trivially destructible values");
     if (!grad_enabled_) return;
+    GPT_CHECK(output.grad_slot != nullptr, "recording a backward for an output without a gradient");
     void* memory = arena_.allocate_bytes(sizeof(F));
     new (memory) F(std::move(backward));
-    tape_.push_back({memory, [](void* closure) { (*static_cast<F*>(closure))(); }});
+    const bool releases_output = tape_.empty() || tape_.back().output != output.grad_slot;
+    tape_.push_back({memory, [](void* closure) { (*static_cast<F*>(closure))(); }, output.grad_slot, releases_output});
   }
 
   // Seeds d(loss)/d(loss) = 1 and runs the tape in reverse. `loss` must be a scalar with a grad.
@@ -61,8 +90,11 @@ class Graph {
   struct Entry {
     void* closure;
     void (*run)(void*);
+    GradSlot* output;
+    bool releases_output;
   };
   Arena& arena_;
+  GradPool grad_pool_;
   std::vector<Entry> tape_;
   bool grad_enabled_ = true;
 };

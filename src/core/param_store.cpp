@@ -18,13 +18,15 @@ void ParamStore::finalize() {
   GPT_CHECK(!finalized_);
   data_ = AlignedBuffer<float>(total_floats_);
   grad_ = AlignedBuffer<float>(total_floats_);
+  for (const Slot& s : slots_)
+    grad_slots_.push_back(GradSlot{grad_.data() + s.offset, static_cast<std::size_t>(s.shape.numel()), nullptr});
   finalized_ = true;
 }
 
 Tensor ParamStore::tensor(int i) {
   GPT_CHECK(finalized_ && i >= 0 && i < size());
   const Slot& s = slots_[i];
-  return Tensor{data_.data() + s.offset, grads_enabled_ ? grad_.data() + s.offset : nullptr, s.shape};
+  return Tensor{data_.data() + s.offset, grads_enabled_ ? &grad_slots_[i] : nullptr, s.shape};
 }
 
 Tensor ParamStore::tensor(const std::string& name) {

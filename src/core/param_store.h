@@ -33,7 +33,7 @@ class ParamStore {
   int index_of(const std::string& name) const;  // -1 when absent
   const std::vector<Slot>& slots() const { return slots_; }
 
-  // Gradients can be switched off (grad pointers null) for inference-only models.
+  // Gradients can be switched off (no gradient slots) for inference-only models.
   void set_grads_enabled(bool enabled) { grads_enabled_ = enabled; }
   void zero_grad();
 
@@ -47,6 +47,7 @@ class ParamStore {
   std::unordered_map<std::string, int> by_name_;
   AlignedBuffer<float> data_;
   AlignedBuffer<float> grad_;
+  std::vector<GradSlot> grad_slots_;  // fixed slots into grad_, one per parameter
   std::size_t total_floats_ = 0;
   bool finalized_ = false;
   bool grads_enabled_ = true;

@@ -1,24 +1,44 @@
 // Tensor: a non-owning view of contiguous row-major float32 storage plus an optional gradient.
 // The memory belongs to an Arena (activations, reset each step) or the ParamStore (parameters).
-// `grad` is null when no gradient is wanted (no-grad mode, or inputs that need none): ops skip it.
-// Views (reshape) share data and grad, so they need no backward of their own; transposes copy.
+// The gradient lives behind a GradSlot so that activations need no buffer until backward reaches
+// them: a slot with a pool gets its buffer, zeroed, from the Graph's GradPool on the first
+// accumulation and gives it back once the backward of the op that made the tensor has consumed it,
+// so only the gradients of the part of the graph backward is working on are alive at once.
+// Parameters and caller-owned inputs have fixed buffers (pool == nullptr).
+// A null slot means no gradient is wanted (no-grad mode, or inputs that need none): ops skip it.
+// Views (reshape) share data and slot, so they need no backward of their own; transposes copy.
 #pragma once
+
+#include <cstddef>
 
 #include "core/shape.h"
 
 namespace gpt {
 
+class GradPool;
+
+struct GradSlot {
+  float* data = nullptr;  // null until the first gradient arrives (for pooled slots)
+  std::size_t count = 0;
+  GradPool* pool = nullptr;
+};
+
 struct Tensor {
   float* data = nullptr;
-  float* grad = nullptr;
+  GradSlot* grad_slot = nullptr;
   Shape shape;
 
   int64_t numel() const { return shape.numel(); }
-  bool requires_grad() const { return grad != nullptr; }
+  bool requires_grad() const { return grad_slot != nullptr; }
   float item() const { return data[0]; }
+  // The gradient accumulated so far; null when none is wanted or none has arrived (it is zero).
+  float* grad() const { return grad_slot ? grad_slot->data : nullptr; }
+  // The buffer to accumulate (+=) this tensor's gradient into, zeroed when first handed out;
+  // null when no gradient is wanted. Call it outside parallel regions (it may allocate).
+  float* grad_accumulator() const;
   Tensor reshaped(Shape new_shape) const {
     GPT_CHECK(new_shape.numel() == shape.numel(), "reshape " + shape.str() + " -> " + new_shape.str());
-    return Tensor{data, grad, new_shape};
+    return Tensor{data, grad_slot, new_shape};
   }
 };
 

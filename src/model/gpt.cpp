@@ -65,7 +65,7 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
   const int64_t C = config_.n_embd, V = config_.vocab_size;
   const float p = config_.dropout;
   Tensor pos = wpe();
-  pos = Tensor{pos.data, pos.grad, Shape{T, C}};  // the first T rows: a view
+  pos = Tensor{pos.data, pos.grad_slot, Shape{T, C}};  // the first T rows: a view (its gradient too)
   Tensor x = add(g, embedding(g, wte(), idx, Shape{B, T}), pos);
   x = dropout(g, x, p, rng, training);
   for (int64_t l = 0; l < config_.n_layer; ++l) {

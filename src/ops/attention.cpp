@@ -1,7 +1,10 @@
 // causal_self_attention: multi-head causal attention over a packed [B, T, 3C] q|k|v tensor,
 // one (batch, head) per parallel work item. Within a head, query rows go in blocks and each block
 // only multiplies against the keys it can see (0 .. end of block), skipping most of the masked half.
-// Saves the attention probabilities [B, H, T, T] (zero above the diagonal) for backward.
+// Nothing of size T x T is kept for backward: it recomputes each block's probabilities with the
+// same calls as forward (so they are bit-identical) in per-thread scratch, and the dropout mask
+// comes from the same counter-based hash. That keeps memory at O(T) per thread instead of the
+// [B, H, T, T] probabilities (twice, with dropout) per layer, for one extra q k^T product.
 // The same computation written with primitives (matmul, scale, causal_mask_fill, softmax, matmul)
 // is the reference it is tested against.
 #include <omp.h>
@@ -31,62 +34,73 @@ struct DropoutMask {
   bool kept(int64_t index) const { return detail::hash_uniform(seed, index) >= p; }
 };
 
-// probs, dropped: [B, H, T, T]; `dropped` may equal `probs` when dropout is off.
-void attention_forward(const AttentionDims& d, const float* qkv, float* out, float* probs, float* dropped,
-                       const DropoutMask& mask) {
+// Per-thread scratch: three blocks of kRowBlock x T floats.
+int64_t scratch_floats_per_thread(const AttentionDims& d) { return 3 * std::min(kRowBlock, d.T) * d.T; }
+
+// Probabilities of query rows i0..i1 of head (b, h) against keys 0..i1, rows with stride T:
+// `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal, `dropped` the same with
+// the dropout mask applied (it is left alone when dropout is off).
+void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, const float* k, int64_t i0, int64_t i1,
+                         const DropoutMask& mask, float* probs, float* dropped) {
   const int64_t C3 = 3 * d.C, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+  gemm(false, true, i1 - i0, i1, d.hs, q + i0 * C3, C3, k, C3, probs, T, false);
+  for (int64_t i = i0; i < i1; ++i) {
+    float* row = probs + (i - i0) * T;
+    softmax_row(row, i + 1, scale);
+    for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
+    if (mask.active) {
+      float* drow = dropped + (i - i0) * T;
+      const int64_t base = (bh * T + i) * T;
+      for (int64_t j = 0; j < i1; ++j) drow[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
+    }
+  }
+}
+
+void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask, float* scratch) {
+  const int64_t C3 = 3 * d.C, T = d.T;
 #pragma omp parallel for schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H;
     const float* q = qkv + b * T * C3 + h * d.hs;
     const float* k = q + d.C;
     const float* v = q + 2 * d.C;
-    float* p = probs + bh * T * T;
-    float* pd = dropped + bh * T * T;
+    float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
+    float* pd = mask.active ? p + std::min(kRowBlock, T) * T : p;
     for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-      gemm(false, true, rows, i1, d.hs, q + i0 * C3, C3, k, C3, p + i0 * T, T, false);  // scores, keys 0..i1
-      for (int64_t i = i0; i < i1; ++i) {
-        float* row = p + i * T;
-        softmax_row(row, i + 1, scale);
-        for (int64_t j = i + 1; j < T; ++j) row[j] = 0.0f;
-        if (mask.active) {
-          float* drow = pd + i * T;
-          const int64_t base = (bh * T + i) * T;
-          for (int64_t j = 0; j < T; ++j) drow[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
-        }
-      }
-      gemm(false, false, rows, d.hs, i1, pd + i0 * T, T, v, C3, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
+      block_probabilities(d, bh, q, k, i0, i1, mask, p, pd);
+      gemm(false, false, rows, d.hs, i1, pd, T, v, C3, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
     }
   }
 }
 
-// scratch: one T x T buffer per thread.
-void attention_backward(const AttentionDims& d, const float* qkv, const float* probs, const float* dropped,
-                        const DropoutMask& mask, const float* dout, float* dqkv, float* scratch) {
+void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const float* dout,
+                        float* dqkv, float* scratch) {
   const int64_t C3 = 3 * d.C, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
 #pragma omp parallel for schedule(static)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H;
-    float* dp = scratch + static_cast<int64_t>(omp_get_thread_num()) * T * T;
+    const int64_t block = std::min(kRowBlock, T) * T;
+    float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
+    float* pd = mask.active ? p + block : p;
+    float* dp = p + 2 * block;
     const float* q = qkv + b * T * C3 + h * d.hs;
     const float* k = q + d.C;
     const float* v = q + 2 * d.C;
     float* dq = dqkv + b * T * C3 + h * d.hs;
     float* dk = dq + d.C;
     float* dv = dq + 2 * d.C;
-    const float* p = probs + bh * T * T;
-    const float* pd = dropped + bh * T * T;
     const float* dob = dout + b * T * d.C + h * d.hs;
     for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-      gemm(false, true, rows, i1, d.hs, dob + i0 * d.C, d.C, v, C3, dp + i0 * T, T, false);  // d(dropped probs)
-      gemm(true, false, i1, d.hs, rows, pd + i0 * T, T, dob + i0 * d.C, d.C, dv, C3, true);   // dv
+      block_probabilities(d, bh, q, k, i0, i1, mask, p, pd);
+      gemm(false, true, rows, i1, d.hs, dob + i0 * d.C, d.C, v, C3, dp, T, false);  // d(dropped probs)
+      gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, C3, true);   // dv
       for (int64_t i = i0; i < i1; ++i) {
-        float* row = dp + i * T;
-        const float* prow = p + i * T;
+        float* row = dp + (i - i0) * T;
+        const float* prow = p + (i - i0) * T;
         if (mask.active) {
           const int64_t base = (bh * T + i) * T;
           for (int64_t j = 0; j <= i; ++j) row[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
@@ -96,8 +110,8 @@ void attention_backward(const AttentionDims& d, const float* qkv, const float* p
         for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
         for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
       }
-      gemm(false, false, rows, d.hs, i1, dp + i0 * T, T, k, C3, dq + i0 * C3, C3, true);  // dq
-      gemm(true, false, i1, d.hs, rows, dp + i0 * T, T, q + i0 * C3, C3, dk, C3, true);   // dk
+      gemm(false, false, rows, d.hs, i1, dp, T, k, C3, dq + i0 * C3, C3, true);  // dq
+      gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * C3, C3, dk, C3, true);   // dk
     }
   }
 }
@@ -113,13 +127,11 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
   if (mask.active) mask.seed = rng.next_u64();
 
   Tensor out = g.make(Shape{d.B, d.T, d.C}, qkv.requires_grad());
-  const std::size_t prob_count = static_cast<std::size_t>(d.B * d.H * d.T * d.T);
-  float* probs = g.scratch(prob_count);
-  float* dropped = mask.active ? g.scratch(prob_count) : probs;
-  attention_forward(d, qkv.data, out.data, probs, dropped, mask);
-  if (out.grad) {
-    float* scratch = g.scratch(static_cast<std::size_t>(omp_get_max_threads() * d.T * d.T));
-    g.record([=] { attention_backward(d, qkv.data, probs, dropped, mask, out.grad, qkv.grad, scratch); });
+  // One scratch region serves forward and backward: they never run at the same time.
+  float* scratch = g.scratch(static_cast<std::size_t>(omp_get_max_threads() * scratch_floats_per_thread(d)));
+  attention_forward(d, qkv.data, out.data, mask, scratch);
+  if (out.requires_grad()) {
+    g.record(out, [=] { attention_backward(d, qkv.data, mask, out.grad(), qkv.grad_accumulator(), scratch); });
   }
   return out;
 }

@@ -14,11 +14,13 @@ Tensor causal_mask_fill(Graph& g, const Tensor& x, float value) {
         const int64_t at = (m * T + i) * T + j;
         out.data[at] = j > i ? value : x.data[at];
       }
-  if (out.grad)
-    g.record([=] {
+  if (out.requires_grad())
+    g.record(out, [=] {
+      float* dx = x.grad_accumulator();
+      const float* dout = out.grad();
       for (int64_t m = 0; m < matrices; ++m)
         for (int64_t i = 0; i < T; ++i)
-          for (int64_t j = 0; j <= i; ++j) x.grad[(m * T + i) * T + j] += out.grad[(m * T + i) * T + j];
+          for (int64_t j = 0; j <= i; ++j) dx[(m * T + i) * T + j] += dout[(m * T + i) * T + j];
     });
   return out;
 }

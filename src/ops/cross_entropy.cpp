@@ -50,10 +50,12 @@ Tensor cross_entropy(Graph& g, const Tensor& logits, const int32_t* targets) {
   double total = 0.0;  // summed in row order: the same value on any thread count
   for (int64_t r = 0; r < N; ++r) total += row_loss[r];
   loss.data[0] = static_cast<float>(total / static_cast<double>(N));
-  if (loss.grad) {
+  if (loss.requires_grad()) {
     int32_t* saved = static_cast<int32_t*>(g.arena().allocate_bytes(N * sizeof(int32_t)));
     for (int64_t r = 0; r < N; ++r) saved[r] = targets[r];
-    g.record([=] { cross_entropy_backward(logits.data, saved, row_lse, loss.grad[0], logits.grad, N, V); });
+    g.record(loss, [=] {
+      cross_entropy_backward(logits.data, saved, row_lse, loss.grad()[0], logits.grad_accumulator(), N, V);
+    });
   }
   return loss;
 }

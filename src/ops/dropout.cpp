@@ -13,11 +13,13 @@ Tensor dropout(Graph& g, const Tensor& x, float p, Rng& rng, bool training) {
   Tensor out = g.make(x.shape, x.requires_grad());
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
   for (int64_t i = 0; i < n; ++i) out.data[i] = detail::hash_uniform(seed, i) < p ? 0.0f : x.data[i] * keep_scale;
-  if (out.grad)
-    g.record([=] {
+  if (out.requires_grad())
+    g.record(out, [=] {
+      float* dx = x.grad_accumulator();
+      const float* dout = out.grad();
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
       for (int64_t i = 0; i < n; ++i)
-        if (detail::hash_uniform(seed, i) >= p) x.grad[i] += out.grad[i] * keep_scale;
+        if (detail::hash_uniform(seed, i) >= p) dx[i] += dout[i] * keep_scale;
     });
   return out;
 }

@@ -50,7 +50,8 @@ Tensor add(Graph& g, const Tensor& a, const Tensor& b) {
   const int64_t period = broadcast_period(a, b), n = a.numel();
   Tensor out = g.make(a.shape, detail::any_grad(a, b));
   add_forward(a.data, b.data, out.data, n, period);
-  if (out.grad) g.record([=] { add_backward(out.grad, a.grad, b.grad, n, period); });
+  if (out.requires_grad())
+    g.record(out, [=] { add_backward(out.grad(), a.grad_accumulator(), b.grad_accumulator(), n, period); });
   return out;
 }
 
@@ -83,9 +84,11 @@ Tensor mul(Graph& g, const Tensor& a, const Tensor& b) {
   const int64_t period = broadcast_period(a, b), n = a.numel();
   Tensor out = g.make(a.shape, detail::any_grad(a, b));
   mul_forward(a.data, b.data, out.data, n, period);
-  if (out.grad) {
-    float* scratch = (b.grad && period != n) ? g.scratch(n) : nullptr;
-    g.record([=] { mul_backward(a.data, b.data, out.grad, a.grad, b.grad, n, period, scratch); });
+  if (out.requires_grad()) {
+    float* scratch = (b.requires_grad() && period != n) ? g.scratch(n) : nullptr;
+    g.record(out, [=] {
+      mul_backward(a.data, b.data, out.grad(), a.grad_accumulator(), b.grad_accumulator(), n, period, scratch);
+    });
   }
   return out;
 }
@@ -94,9 +97,11 @@ Tensor scale(Graph& g, const Tensor& a, float factor) {
   const int64_t n = a.numel();
   Tensor out = g.make(a.shape, a.requires_grad());
   for (int64_t i = 0; i < n; ++i) out.data[i] = a.data[i] * factor;
-  if (out.grad)
-    g.record([=] {
-      for (int64_t i = 0; i < n; ++i) a.grad[i] += out.grad[i] * factor;
+  if (out.requires_grad())
+    g.record(out, [=] {
+      float* da = a.grad_accumulator();
+      const float* dout = out.grad();
+      for (int64_t i = 0; i < n; ++i) da[i] += dout[i] * factor;
     });
   return out;
 }

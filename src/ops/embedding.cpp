@@ -36,11 +36,11 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
   out_shape.dims[out_shape.rank++] = C;
   Tensor out = g.make(out_shape, table.requires_grad());
   for (int64_t i = 0; i < n; ++i) std::memcpy(out.data + i * C, table.data + static_cast<int64_t>(ids[i]) * C, C * sizeof(float));
-  if (out.grad) {
+  if (out.requires_grad()) {
     // The caller's ids may not outlive the step; keep a copy in the arena for backward.
     int32_t* saved = static_cast<int32_t*>(g.arena().allocate_bytes(n * sizeof(int32_t)));
     std::memcpy(saved, ids, n * sizeof(int32_t));
-    g.record([=] { embedding_backward(saved, n, out.grad, table.grad, C); });
+    g.record(out, [=] { embedding_backward(saved, n, out.grad(), table.grad_accumulator(), C); });
   }
   return out;
 }

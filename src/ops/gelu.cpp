@@ -46,7 +46,7 @@ Tensor gelu(Graph& g, const Tensor& x) {
   const int64_t n = x.numel();
   Tensor y = g.make(x.shape, x.requires_grad());
   gelu_forward(x.data, y.data, n);
-  if (y.grad) g.record([=] { gelu_backward(x.data, y.grad, x.grad, n); });
+  if (y.requires_grad()) g.record(y, [=] { gelu_backward(x.data, y.grad(), x.grad_accumulator(), n); });
   return y;
 }
 

@@ -83,8 +83,11 @@ Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& 
   float* mean = g.scratch(rows);
   float* rstd = g.scratch(rows);
   layernorm_forward(x.data, weight.data, bias.data, y.data, mean, rstd, rows, C);
-  if (y.grad)
-    g.record([=] { layernorm_backward(x.data, weight.data, mean, rstd, y.grad, x.grad, weight.grad, bias.grad, rows, C); });
+  if (y.requires_grad())
+    g.record(y, [=] {
+      layernorm_backward(x.data, weight.data, mean, rstd, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+                         bias.grad_accumulator(), rows, C);
+    });
   return y;
 }
 

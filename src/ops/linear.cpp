@@ -35,8 +35,11 @@ Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bia
   out_shape.dims[out_shape.rank - 1] = out_features;
   Tensor y = g.make(out_shape, detail::any_grad(x, weight) || bias.requires_grad());
   linear_forward(x.data, weight.data, bias.data, y.data, rows, in, out_features);
-  if (y.grad)
-    g.record([=] { linear_backward(x.data, weight.data, y.grad, x.grad, weight.grad, bias.grad, rows, in, out_features); });
+  if (y.requires_grad())
+    g.record(y, [=] {
+      linear_backward(x.data, weight.data, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+                      bias.grad_accumulator(), rows, in, out_features);
+    });
   return y;
 }
 

@@ -70,8 +70,10 @@ Tensor matmul(Graph& g, const Tensor& a, const Tensor& b, bool trans_a, bool tra
   out_shape.dims[out_shape.rank - 1] = d.N;
   Tensor out = g.make(out_shape, detail::any_grad(a, b));
   matmul_forward(d, trans_a, trans_b, a.data, b.data, out.data);
-  if (out.grad)
-    g.record([=] { matmul_backward(d, trans_a, trans_b, a.data, b.data, out.grad, a.grad, b.grad); });
+  if (out.requires_grad())
+    g.record(out, [=] {
+      matmul_backward(d, trans_a, trans_b, a.data, b.data, out.grad(), a.grad_accumulator(), b.grad_accumulator());
+    });
   return out;
 }
 

@@ -12,10 +12,11 @@ Tensor scaled_sum(Graph& g, const Tensor& x, double factor) {
   double total = 0.0;
   for (int64_t i = 0; i < n; ++i) total += x.data[i];
   out.data[0] = static_cast<float>(total * factor);
-  if (out.grad)
-    g.record([=] {
-      const float d = static_cast<float>(out.grad[0] * factor);
-      for (int64_t i = 0; i < n; ++i) x.grad[i] += d;
+  if (out.requires_grad())
+    g.record(out, [=] {
+      const float d = static_cast<float>(out.grad()[0] * factor);
+      float* dx = x.grad_accumulator();
+      for (int64_t i = 0; i < n; ++i) dx[i] += d;
     });
   return out;
 }

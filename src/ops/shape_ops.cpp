@@ -44,7 +44,8 @@ Tensor transpose(Graph& g, const Tensor& x, int axis0, int axis1) {
   Tensor out = g.make(out_shape, x.requires_grad());
   transpose_copy(x.data, x.shape, axis0, axis1, out.data, false);
   // The inverse of swapping two axes is the same swap, applied to the output's shape.
-  if (out.grad) g.record([=] { transpose_copy(out.grad, out_shape, axis0, axis1, x.grad, true); });
+  if (out.requires_grad())
+    g.record(out, [=] { transpose_copy(out.grad(), out_shape, axis0, axis1, x.grad_accumulator(), true); });
   return out;
 }
 
@@ -61,10 +62,12 @@ std::vector<Tensor> split_last(Graph& g, const Tensor& x, const std::vector<int6
     Tensor part = g.make(shape, x.requires_grad());
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < size; ++j) part.data[r * size + j] = x.data[r * width + begin + j];
-    if (part.grad)
-      g.record([=] {
+    if (part.requires_grad())
+      g.record(part, [=] {
+        float* dx = x.grad_accumulator();
+        const float* dpart = part.grad();
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < size; ++j) x.grad[r * width + begin + j] += part.grad[r * size + j];
+          for (int64_t j = 0; j < size; ++j) dx[r * width + begin + j] += dpart[r * size + j];
       });
     parts.push_back(part);
     begin += size;
@@ -90,10 +93,12 @@ Tensor concat_last(Graph& g, const std::vector<Tensor>& parts) {
     const int64_t size = part.shape.last();
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t j = 0; j < size; ++j) out.data[r * width + begin + j] = part.data[r * size + j];
-    if (out.grad && part.grad)
-      g.record([=] {
+    if (out.requires_grad() && part.requires_grad())
+      g.record(out, [=] {
+        float* dpart = part.grad_accumulator();
+        const float* dout = out.grad();
         for (int64_t r = 0; r < rows; ++r)
-          for (int64_t j = 0; j < size; ++j) part.grad[r * size + j] += out.grad[r * width + begin + j];
+          for (int64_t j = 0; j < size; ++j) dpart[r * size + j] += dout[r * width + begin + j];
       });
     begin += size;
   }

@@ -44,7 +44,7 @@ Tensor softmax(Graph& g, const Tensor& x) {
   const int64_t n = x.shape.last(), rows = x.shape.rows();
   Tensor out = g.make(x.shape, x.requires_grad());
   softmax_forward(x.data, out.data, rows, n);
-  if (out.grad) g.record([=] { softmax_backward(out.data, out.grad, x.grad, rows, n); });
+  if (out.requires_grad()) g.record(out, [=] { softmax_backward(out.data, out.grad(), x.grad_accumulator(), rows, n); });
   return out;
 }
 
