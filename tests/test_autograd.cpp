@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
+#include <vector>
 
 #include "attention_reference.h"
 #include "gradcheck.h"
@@ -129,6 +131,77 @@ TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
   EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
   g.backward(sum(g, out));
   EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
+}
+
+// The fused block ops must give exactly the composition's values and gradients (same calls, same
+// order), so that fusing changed no number in training. Sizes make the GEMMs run several K blocks.
+struct Composed {
+  std::vector<float> out;
+  std::vector<std::vector<float>> grads;
+};
+
+Composed run_with_grads(std::vector<OwnedTensor>& inputs, const OwnedTensor& upstream,
+                        const std::function<Tensor(Graph&, const std::vector<Tensor>&)>& op) {
+  for (auto& in : inputs) std::fill(in.grad.begin(), in.grad.end(), 0.0f);
+  Arena arena;
+  Graph g(arena);
+  std::vector<Tensor> views;
+  for (auto& in : inputs) views.push_back(in.view());
+  Tensor out = op(g, views);
+  std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+  Composed result{std::vector<float>(out.data, out.data + out.numel()), {}};
+  g.run_backward();
+  for (auto& in : inputs) result.grads.push_back(in.grad);
+  return result;
+}
+
+void expect_identical(const Composed& fused, const Composed& composed) {
+  ASSERT_EQ(fused.out.size(), composed.out.size());
+  for (std::size_t i = 0; i < fused.out.size(); ++i) ASSERT_EQ(fused.out[i], composed.out[i]) << "output " << i;
+  for (std::size_t t = 0; t < fused.grads.size(); ++t)
+    for (std::size_t i = 0; i < fused.grads[t].size(); ++i)
+      ASSERT_EQ(fused.grads[t][i], composed.grads[t][i]) << "gradient of input " << t << " element " << i;
+}
+
+TEST(FusedBlockOps, LayerNormLinearIsBitIdenticalToTheComposition) {
+  const int64_t rows = 70, C = 300, out = 40;
+  Rng rng(11);
+  std::vector<OwnedTensor> inputs;
+  for (Shape s : {Shape{rows, C}, Shape{C}, Shape{C}, Shape{out, C}, Shape{out}}) inputs.emplace_back(s, rng);
+  OwnedTensor upstream(Shape{rows, out}, rng);
+  const Composed fused = run_with_grads(inputs, upstream, [](Graph& g, const std::vector<Tensor>& in) {
+    return layernorm_linear(g, in[0], in[1], in[2], in[3], in[4]);
+  });
+  const Composed composed = run_with_grads(inputs, upstream, [](Graph& g, const std::vector<Tensor>& in) {
+    return linear(g, layernorm(g, in[0], in[1], in[2]), in[3], in[4]);
+  });
+  expect_identical(fused, composed);
+}
+
+void expect_residual_projection_identical(Activation act, float dropout_p) {
+  const int64_t rows = 70, in_features = 300, out = 40;
+  Rng rng(12);
+  std::vector<OwnedTensor> inputs;
+  for (Shape s : {Shape{rows, out}, Shape{rows, in_features}, Shape{out, in_features}, Shape{out}})
+    inputs.emplace_back(s, rng);
+  OwnedTensor upstream(Shape{rows, out}, rng);
+  const Composed fused = run_with_grads(inputs, upstream, [=](Graph& g, const std::vector<Tensor>& in) {
+    Rng dropout_rng(5);
+    return residual_projection(g, in[0], in[1], act, in[2], in[3], dropout_p, dropout_rng, true);
+  });
+  const Composed composed = run_with_grads(inputs, upstream, [=](Graph& g, const std::vector<Tensor>& in) {
+    Rng dropout_rng(5);
+    const Tensor x = act == Activation::gelu ? gelu(g, in[1]) : in[1];
+    return add(g, in[0], dropout(g, linear(g, x, in[2], in[3]), dropout_p, dropout_rng, true));
+  });
+  expect_identical(fused, composed);
+}
+
+TEST(FusedBlockOps, ResidualProjectionIsBitIdenticalToTheComposition) {
+  expect_residual_projection_identical(Activation::none, 0.0f);
+  expect_residual_projection_identical(Activation::gelu, 0.0f);
+  expect_residual_projection_identical(Activation::none, 0.2f);
+  expect_residual_projection_identical(Activation::gelu, 0.2f);
 }
 
 // Gradients of intermediate tensors are recycled: a chain of n ops on an S-float tensor keeps

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <vector>
 
 #include "gradcheck.h"
 #include "model/gpt.h"
@@ -113,6 +114,38 @@ TEST(Gpt, ParameterNamesAndInitFollowNanoGpt) {
   EXPECT_NEAR(stddev("transformer.h.0.mlp.c_proj.weight"), 0.02 / std::sqrt(4.0), 0.001);
   EXPECT_EQ(params.tensor("transformer.h.0.ln_1.weight").data[5], 1.0f);
   EXPECT_EQ(params.tensor("transformer.ln_f.bias").data[5], 0.0f);
+}
+
+// What a training step keeps: per layer the residual stream twice, q|k|v, the attention output and
+// the MLP's hidden layer (10 values of width C per token), plus embeddings, logits and the
+// gradients and transient buffers backward is working on (this config measured 63 values per
+// token in all). Storing every op's output and gradient, as an unfused tape does, takes about 40
+// per layer; the bound (16 per layer + 10) catches any return to that.
+TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
+  GptConfig config;
+  config.n_layer = 4;
+  config.n_head = 4;
+  config.n_embd = 64;
+  config.block_size = 64;
+  config.vocab_size = 65;
+  config.dropout = 0.1f;
+  Gpt model(config);
+  Rng rng(2);
+  model.init_weights(rng);
+  const int64_t B = 8, T = 64;
+  std::vector<int32_t> idx(B * T), targets(B * T);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    idx[i] = static_cast<int32_t>(i % 65);
+    targets[i] = static_cast<int32_t>((i * 7) % 65);
+  }
+  Arena arena;
+  Graph g(arena);
+  Gpt::Output out = model.forward(g, idx.data(), B, T, targets.data(), true, rng);
+  g.backward(out.loss);
+  const double width_c_bytes = static_cast<double>(B * T * config.n_embd * sizeof(float));
+  const double allowed = (16.0 * static_cast<double>(config.n_layer) + 10.0) * width_c_bytes;
+  EXPECT_LT(static_cast<double>(arena.high_water_bytes()), allowed)
+      << "arena peak " << arena.high_water_bytes() / width_c_bytes << " x [B, T, C] floats";
 }
 
 }  // namespace

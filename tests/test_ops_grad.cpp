@@ -178,6 +178,32 @@ TEST(OpGrad, Gelu) {
   expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return gelu(g, in[0]); }, inputs);
 }
 
+TEST(OpGrad, LayerNormLinearWithAndWithoutBiases) {
+  auto with_bias = make_inputs({Shape{2, 3, 6}, Shape{6}, Shape{6}, Shape{5, 6}, Shape{5}}, 40);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) { return layernorm_linear(g, in[0], in[1], in[2], in[3], in[4]); },
+      with_bias);
+  auto no_bias = make_inputs({Shape{4, 6}, Shape{6}, Shape{3, 6}}, 41);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) { return layernorm_linear(g, in[0], in[1], Tensor{}, in[2], Tensor{}); },
+      no_bias);
+}
+
+void expect_residual_projection_gradcheck(Activation act, float dropout_p, uint64_t seed) {
+  auto inputs = make_inputs({Shape{2, 3, 5}, Shape{2, 3, 4}, Shape{5, 4}, Shape{5}}, seed);
+  expect_gradcheck(
+      [=](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(3);  // the same dropout mask on every evaluation
+        return residual_projection(g, in[0], in[1], act, in[2], in[3], dropout_p, rng, true);
+      },
+      inputs);
+}
+
+TEST(OpGrad, ResidualProjection) { expect_residual_projection_gradcheck(Activation::none, 0.0f, 42); }
+TEST(OpGrad, ResidualProjectionOfGelu) { expect_residual_projection_gradcheck(Activation::gelu, 0.0f, 43); }
+TEST(OpGrad, ResidualProjectionWithDropout) { expect_residual_projection_gradcheck(Activation::none, 0.3f, 44); }
+TEST(OpGrad, ResidualProjectionOfGeluWithDropout) { expect_residual_projection_gradcheck(Activation::gelu, 0.3f, 45); }
+
 TEST(OpGrad, CausalSelfAttention) {
   // B=2, T=5, C=6 with 3 heads of size 2.
   auto inputs = make_inputs({Shape{2, 5, 18}}, 26);

@@ -8,26 +8,31 @@ float* Tensor::grad_accumulator() const {
   if (!grad_slot) return nullptr;
   if (!grad_slot->data) {
     GPT_CHECK(grad_slot->pool != nullptr, "a fixed gradient slot without a buffer");
-    grad_slot->data = grad_slot->pool->acquire(grad_slot->count);
+    grad_slot->data = grad_slot->pool->acquire_zeroed(grad_slot->count);
   }
   return grad_slot->data;
 }
 
-float* GradPool::acquire(std::size_t count) {
+float* BufferPool::acquire(std::size_t count) {
   for (std::size_t i = 0; i < free_.size(); ++i) {
     if (free_[i].count != count) continue;
     float* data = free_[i].data;
     free_[i] = free_.back();
     free_.pop_back();
-    std::memset(data, 0, count * sizeof(float));
     return data;
   }
-  return arena_.allocate_zeroed_floats(count);
+  return arena_.allocate_floats(count);
 }
 
-void GradPool::release(GradSlot& slot) {
+float* BufferPool::acquire_zeroed(std::size_t count) {
+  float* data = acquire(count);
+  std::memset(data, 0, count * sizeof(float));
+  return data;
+}
+
+void BufferPool::release(GradSlot& slot) {
   if (!slot.pool || !slot.data) return;
-  free_.push_back({slot.count, slot.data});
+  release(slot.data, slot.count);
   slot.data = nullptr;
 }
 
@@ -42,13 +47,13 @@ void Graph::run_backward() {
   for (auto it = tape_.rbegin(); it != tape_.rend(); ++it) {
     if (!it->output->data) continue;  // no gradient reached this op's output
     it->run(it->closure);
-    if (it->releases_output) grad_pool_.release(*it->output);
+    if (it->releases_output) buffer_pool_.release(*it->output);
   }
 }
 
 void Graph::reset() {
   tape_.clear();
-  grad_pool_.reset();
+  buffer_pool_.reset();
   arena_.reset();
 }
 

@@ -7,7 +7,7 @@
 // (a tensor used twice, e.g. residual connections) sums its gradients correctly.
 // Memory: each tape entry names the tensor its op produced. Every consumer of that tensor was
 // recorded later, so ran earlier in backward; once the entry has run, nothing reads the tensor's
-// gradient again and its buffer goes back to the GradPool for the next gradient of the same size.
+// gradient again and its buffer goes back to the BufferPool for the next gradient of the same size.
 // An entry whose output received no gradient is skipped: all it could add is zeros.
 #pragma once
 
@@ -21,12 +21,16 @@
 
 namespace gpt {
 
-// Gradient buffers for one step, recycled by exact size (a model has a handful of distinct sizes).
-// Buffers come from the arena, so they too are freed by the step's reset.
-class GradPool {
+// Per-step buffers that live shorter than the step, recycled by exact size (a model has a handful
+// of distinct sizes): activation gradients, and the transient values fused ops compute and
+// recompute instead of keeping (see Graph::borrow). Buffers come from the arena, so they too are
+// freed by the step's reset.
+class BufferPool {
  public:
-  explicit GradPool(Arena& arena) : arena_(arena) { free_.reserve(64); }
-  float* acquire(std::size_t count);  // zeroed
+  explicit BufferPool(Arena& arena) : arena_(arena) { free_.reserve(64); }
+  float* acquire(std::size_t count);  // uninitialised
+  float* acquire_zeroed(std::size_t count);
+  void release(float* data, std::size_t count) { free_.push_back({count, data}); }
   void release(GradSlot& slot);
   void reset() { free_.clear(); }
 
@@ -41,7 +45,7 @@ class GradPool {
 
 class Graph {
  public:
-  explicit Graph(Arena& arena) : arena_(arena), grad_pool_(arena) { tape_.reserve(1024); }
+  explicit Graph(Arena& arena) : arena_(arena), buffer_pool_(arena) { tape_.reserve(1024); }
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
@@ -58,11 +62,15 @@ class Graph {
     t.data = arena_.allocate_floats(static_cast<std::size_t>(shape.numel()));
     if (needs_grad && grad_enabled_)
       t.grad_slot = new (arena_.allocate_bytes(sizeof(GradSlot)))
-          GradSlot{nullptr, static_cast<std::size_t>(shape.numel()), &grad_pool_};
+          GradSlot{nullptr, static_cast<std::size_t>(shape.numel()), &buffer_pool_};
     return t;
   }
   // Scratch memory an op saves for its backward (e.g. layernorm statistics).
   float* scratch(std::size_t count) { return arena_.allocate_floats(count); }
+  // A buffer for a value an op needs only while it runs (forward or backward), uninitialised;
+  // hold it in a Borrowed so it goes back to the pool when the op is done with it.
+  float* borrow(std::size_t count) { return buffer_pool_.acquire(count); }
+  void give_back(float* data, std::size_t count) { buffer_pool_.release(data, count); }
 
   // Records `backward`, the backward of the op that produced `output`, to run during backward();
   // call only when `output` requires a gradient. An op may record several entries for one output
@@ -94,9 +102,27 @@ class Graph {
     bool releases_output;
   };
   Arena& arena_;
-  GradPool grad_pool_;
+  BufferPool buffer_pool_;
   std::vector<Entry> tape_;
   bool grad_enabled_ = true;
+};
+
+// A borrowed transient buffer, given back when the scope ends (none when count is 0).
+class Borrowed {
+ public:
+  Borrowed(Graph& graph, std::size_t count)
+      : graph_(graph), data_(count ? graph.borrow(count) : nullptr), count_(count) {}
+  ~Borrowed() {
+    if (data_) graph_.give_back(data_, count_);
+  }
+  Borrowed(const Borrowed&) = delete;
+  Borrowed& operator=(const Borrowed&) = delete;
+  float* data() const { return data_; }
+
+ private:
+  Graph& graph_;
+  float* data_;
+  std::size_t count_;
 };
 
 // Scoped no-grad mode: ops record nothing and allocate no gradient buffers (evaluation, sampling).

@@ -1,7 +1,7 @@
 // Tensor: a non-owning view of contiguous row-major float32 storage plus an optional gradient.
 // The memory belongs to an Arena (activations, reset each step) or the ParamStore (parameters).
 // The gradient lives behind a GradSlot so that activations need no buffer until backward reaches
-// them: a slot with a pool gets its buffer, zeroed, from the Graph's GradPool on the first
+// them: a slot with a pool gets its buffer, zeroed, from the Graph's BufferPool on the first
 // accumulation and gives it back once the backward of the op that made the tensor has consumed it,
 // so only the gradients of the part of the graph backward is working on are alive at once.
 // Parameters and caller-owned inputs have fixed buffers (pool == nullptr).
@@ -15,12 +15,12 @@
 
 namespace gpt {
 
-class GradPool;
+class BufferPool;
 
 struct GradSlot {
   float* data = nullptr;  // null until the first gradient arrives (for pooled slots)
   std::size_t count = 0;
-  GradPool* pool = nullptr;
+  BufferPool* pool = nullptr;
 };
 
 struct Tensor {

@@ -70,16 +70,16 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
   x = dropout(g, x, p, rng, training);
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     const BlockParams w = block(l);
-    Tensor h = layernorm(g, x, w.ln_1_w, w.ln_1_b);
-    h = causal_self_attention(g, linear(g, h, w.c_attn_w, w.c_attn_b), static_cast<int>(config_.n_head), p, rng, training);
-    x = add(g, x, dropout(g, linear(g, h, w.attn_proj_w, w.attn_proj_b), p, rng, training));
-    h = layernorm(g, x, w.ln_2_w, w.ln_2_b);
-    h = gelu(g, linear(g, h, w.c_fc_w, w.c_fc_b));
-    x = add(g, x, dropout(g, linear(g, h, w.mlp_proj_w, w.mlp_proj_b), p, rng, training));
+    // x + attn(ln_1(x)), then x + mlp(ln_2(x)); the fused ops keep only what backward cannot
+    // cheaply recompute (the residual stream, q|k|v, the attention output, the MLP's hidden layer).
+    const Tensor qkv = layernorm_linear(g, x, w.ln_1_w, w.ln_1_b, w.c_attn_w, w.c_attn_b);
+    const Tensor attended = causal_self_attention(g, qkv, static_cast<int>(config_.n_head), p, rng, training);
+    x = residual_projection(g, x, attended, Activation::none, w.attn_proj_w, w.attn_proj_b, p, rng, training);
+    const Tensor hidden = layernorm_linear(g, x, w.ln_2_w, w.ln_2_b, w.c_fc_w, w.c_fc_b);  // before GELU
+    x = residual_projection(g, x, hidden, Activation::gelu, w.mlp_proj_w, w.mlp_proj_b, p, rng, training);
   }
-  x = layernorm(g, x, ln_f_w(), ln_f_b());
   Output out;
-  out.logits = linear(g, x, wte(), Tensor{});  // lm_head shares wte's weight
+  out.logits = layernorm_linear(g, x, ln_f_w(), ln_f_b(), wte(), Tensor{});  // lm_head shares wte's weight
   if (targets) out.loss = cross_entropy(g, reshape(out.logits, Shape{B * T, V}), targets);
   return out;
 }

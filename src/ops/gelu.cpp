@@ -6,6 +6,7 @@
 
 #include "kernels/fast_math.h"
 
+#include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -30,6 +31,10 @@ GPT_VECTOR_CLONES void gelu_backward_range(const float* x, const float* dy, floa
 // Parallel over fixed chunks so each thread runs a vectorised range.
 constexpr int64_t kChunk = 4096;
 
+}  // namespace
+
+namespace detail {
+
 void gelu_forward(const float* x, float* y, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > (1 << 14))
   for (int64_t c = 0; c < n; c += kChunk) gelu_forward_range(x + c, y + c, std::min(kChunk, n - c));
@@ -40,13 +45,13 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
   for (int64_t c = 0; c < n; c += kChunk) gelu_backward_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
 }
 
-}  // namespace
+}  // namespace detail
 
 Tensor gelu(Graph& g, const Tensor& x) {
   const int64_t n = x.numel();
   Tensor y = g.make(x.shape, x.requires_grad());
-  gelu_forward(x.data, y.data, n);
-  if (y.requires_grad()) g.record(y, [=] { gelu_backward(x.data, y.grad(), x.grad_accumulator(), n); });
+  detail::gelu_forward(x.data, y.data, n);
+  if (y.requires_grad()) g.record(y, [=] { detail::gelu_backward(x.data, y.grad(), x.grad_accumulator(), n); });
   return y;
 }
 

@@ -3,13 +3,16 @@
 #include <algorithm>
 #include <cmath>
 
+#include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
 
-namespace {
+namespace detail {
 
+namespace {
 constexpr float kEps = 1e-5f;
+}  // namespace
 
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
                        int64_t C) {
@@ -73,7 +76,7 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
   }
 }
 
-}  // namespace
+}  // namespace detail
 
 Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t C = x.shape.last(), rows = x.shape.rows();
@@ -82,10 +85,10 @@ Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor y = g.make(x.shape, detail::any_grad(x, weight) || bias.requires_grad());
   float* mean = g.scratch(rows);
   float* rstd = g.scratch(rows);
-  layernorm_forward(x.data, weight.data, bias.data, y.data, mean, rstd, rows, C);
+  detail::layernorm_forward(x.data, weight.data, bias.data, y.data, mean, rstd, rows, C);
   if (y.requires_grad())
     g.record(y, [=] {
-      layernorm_backward(x.data, weight.data, mean, rstd, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+      detail::layernorm_backward(x.data, weight.data, mean, rstd, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
                          bias.grad_accumulator(), rows, C);
     });
   return y;

@@ -5,11 +5,12 @@
 
 #include "kernels/gemm.h"
 #include "kernels/row_sum.h"
+#include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
 
-namespace {
+namespace detail {
 
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in, int64_t out) {
   if (b)
@@ -24,7 +25,7 @@ void linear_backward(const float* x, const float* w, const float* dy, float* dx,
   if (db) accumulate_column_sums(dy, rows, out, db);
 }
 
-}  // namespace
+}  // namespace detail
 
 Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   GPT_CHECK(weight.shape.rank == 2, "linear weight must be [out, in], got " + weight.shape.str());
@@ -34,10 +35,10 @@ Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bia
   Shape out_shape = x.shape;
   out_shape.dims[out_shape.rank - 1] = out_features;
   Tensor y = g.make(out_shape, detail::any_grad(x, weight) || bias.requires_grad());
-  linear_forward(x.data, weight.data, bias.data, y.data, rows, in, out_features);
+  detail::linear_forward(x.data, weight.data, bias.data, y.data, rows, in, out_features);
   if (y.requires_grad())
     g.record(y, [=] {
-      linear_backward(x.data, weight.data, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+      detail::linear_backward(x.data, weight.data, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
                       bias.grad_accumulator(), rows, in, out_features);
     });
   return y;

@@ -71,6 +71,18 @@ Tensor gelu(Graph& g, const Tensor& x);
 // attention dropout p on the probabilities in training.
 Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training);
 
+// layernorm then linear: layernorm(x; ln_weight, ln_bias) W^T + b, keeping only per-row
+// statistics (the normalised rows are recomputed in backward). Either bias may be absent.
+Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias, const Tensor& weight,
+                        const Tensor& bias);
+
+// residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
+// keeping neither act(x) nor the projection. Same values and the same Rng draws as
+// add(residual, dropout(linear(act(x), weight, bias), p, rng, training)).
+enum class Activation { none, gelu };
+Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
+                           const Tensor& bias, float dropout_p, Rng& rng, bool training);
+
 // Mean over rows of -log softmax(logits)[target]. logits: [N, V]; targets: N ids in [0, V).
 Tensor cross_entropy(Graph& g, const Tensor& logits, const int32_t* targets);
 

@@ -1,0 +1,84 @@
+// residual_projection: residual + dropout(act(x) W^T + b), how each half of a Transformer block
+// ends (attention's c_proj with act = identity, the MLP's c_proj with act = GELU).
+// As a composition this keeps act(x) (4C wide in the MLP), the projection, and the projection
+// after dropout, all for the whole step. Fused, the projection is written into the output and
+// dropout plus the residual add are applied in place; act(x) lives in a borrowed buffer while
+// forward needs it and is recomputed from x in backward. The mask is the dropout op's
+// counter-based hash, so backward regenerates it. Every value is computed with the same calls,
+// in the same order, as the composition linear -> dropout -> add (bit-identical; tested).
+#include <cstring>
+
+#include "kernels/gemm.h"
+#include "ops/op_kernels.h"
+#include "ops/ops.h"
+
+namespace gpt {
+
+Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
+                           const Tensor& bias, float dropout_p, Rng& rng, bool training) {
+  GPT_CHECK(weight.shape.rank == 2, "projection weight must be [out, in], got " + weight.shape.str());
+  const int64_t in = weight.shape[1], out_features = weight.shape[0], rows = x.shape.rows();
+  GPT_CHECK(x.shape.last() == in, "projection input " + x.shape.str() + " does not match weight " + weight.shape.str());
+  GPT_CHECK(residual.shape.last() == out_features && residual.shape.rows() == rows,
+            "residual " + residual.shape.str() + " does not match the projection's output");
+  if (defined(bias)) GPT_CHECK(bias.shape == Shape{out_features}, "projection bias shape " + bias.shape.str());
+  const bool dropout_active = training && dropout_p > 0.0f;
+  GPT_CHECK(!dropout_active || dropout_p < 1.0f, "dropout probability must be below 1");
+  const uint64_t seed = dropout_active ? rng.next_u64() : 0;
+  const float keep_scale = dropout_active ? 1.0f / (1.0f - dropout_p) : 1.0f;
+  const int64_t n_in = rows * in, n = rows * out_features;
+
+  Tensor out = g.make(residual.shape, detail::any_grad(residual, x, weight) || bias.requires_grad());
+  {
+    const float* input = x.data;
+    Borrowed activated(g, act == Activation::gelu ? static_cast<std::size_t>(n_in) : 0);
+    if (act == Activation::gelu) {
+      detail::gelu_forward(x.data, activated.data(), n_in);
+      input = activated.data();
+    }
+    detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features);
+  }
+  const float* r = residual.data;
+  float* y = out.data;
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    const float projected = !dropout_active ? y[i] : detail::hash_uniform(seed, i) < dropout_p ? 0.0f : y[i] * keep_scale;
+    y[i] = r[i] + projected;
+  }
+
+  if (out.requires_grad()) {
+    Graph* graph = &g;
+    g.record(out, [=] {
+      const float* dout = out.grad();
+      if (float* dr = residual.grad_accumulator()) {
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (int64_t i = 0; i < n; ++i) dr[i] += dout[i];
+      }
+      // d(projection) = dout through the dropout mask.
+      Borrowed dropped(*graph, dropout_active ? static_cast<std::size_t>(n) : 0);
+      const float* dy = dout;
+      if (dropout_active) {
+        float* d = dropped.data();
+#pragma omp parallel for schedule(static) if (n > (1 << 16))
+        for (int64_t i = 0; i < n; ++i) d[i] = detail::hash_uniform(seed, i) >= dropout_p ? dout[i] * keep_scale : 0.0f;
+        dy = d;
+      }
+      if (act == Activation::none) {
+        detail::linear_backward(x.data, weight.data, dy, x.grad_accumulator(), weight.grad_accumulator(),
+                                bias.grad_accumulator(), rows, in, out_features);
+        return;
+      }
+      Borrowed activated(*graph, static_cast<std::size_t>(n_in));
+      detail::gelu_forward(x.data, activated.data(), n_in);
+      detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
+                              bias.grad_accumulator(), rows, in, out_features);
+      if (!x.requires_grad()) return;
+      float* d_activated = activated.data();  // GELU(x) is no longer needed: reuse the buffer
+      gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated, in, false);
+      detail::gelu_backward(x.data, d_activated, x.grad_accumulator(), n_in);
+    });
+  }
+  return out;
+}
+
+}  // namespace gpt
