@@ -178,7 +178,9 @@ TEST(FusedBlockOps, LayerNormLinearIsBitIdenticalToTheComposition) {
   expect_identical(fused, composed);
 }
 
-void expect_residual_projection_identical(Activation act, float dropout_p) {
+// `through_op`: x comes out of another op (a pooled gradient that is still empty when the
+// projection's backward runs) rather than being a caller-owned input.
+void expect_residual_projection_identical(Activation act, float dropout_p, bool through_op) {
   const int64_t rows = 70, in_features = 300, out = 40;
   Rng rng(12);
   std::vector<OwnedTensor> inputs;
@@ -187,21 +189,48 @@ void expect_residual_projection_identical(Activation act, float dropout_p) {
   OwnedTensor upstream(Shape{rows, out}, rng);
   const Composed fused = run_with_grads(inputs, upstream, [=](Graph& g, const std::vector<Tensor>& in) {
     Rng dropout_rng(5);
-    return residual_projection(g, in[0], in[1], act, in[2], in[3], dropout_p, dropout_rng, true);
+    const Tensor x = through_op ? scale(g, in[1], 0.5f) : in[1];
+    return residual_projection(g, in[0], x, act, in[2], in[3], dropout_p, dropout_rng, true);
   });
   const Composed composed = run_with_grads(inputs, upstream, [=](Graph& g, const std::vector<Tensor>& in) {
     Rng dropout_rng(5);
-    const Tensor x = act == Activation::gelu ? gelu(g, in[1]) : in[1];
-    return add(g, in[0], dropout(g, linear(g, x, in[2], in[3]), dropout_p, dropout_rng, true));
+    const Tensor x = through_op ? scale(g, in[1], 0.5f) : in[1];
+    const Tensor activated = act == Activation::gelu ? gelu(g, x) : x;
+    return add(g, in[0], dropout(g, linear(g, activated, in[2], in[3]), dropout_p, dropout_rng, true));
   });
   expect_identical(fused, composed);
 }
 
 TEST(FusedBlockOps, ResidualProjectionIsBitIdenticalToTheComposition) {
-  expect_residual_projection_identical(Activation::none, 0.0f);
-  expect_residual_projection_identical(Activation::gelu, 0.0f);
-  expect_residual_projection_identical(Activation::none, 0.2f);
-  expect_residual_projection_identical(Activation::gelu, 0.2f);
+  for (bool through_op : {false, true}) {
+    expect_residual_projection_identical(Activation::none, 0.0f, through_op);
+    expect_residual_projection_identical(Activation::gelu, 0.0f, through_op);
+    expect_residual_projection_identical(Activation::none, 0.2f, through_op);
+    expect_residual_projection_identical(Activation::gelu, 0.2f, through_op);
+  }
+}
+
+TEST(FusedBlockOps, TokenPositionEmbeddingIsBitIdenticalToTheComposition) {
+  const int64_t B = 3, T = 50, V = 11, C = 40;
+  Rng rng(13);
+  std::vector<int32_t> ids(B * T);
+  for (auto& id : ids) id = static_cast<int32_t>(rng.next_u64() % V);
+  std::vector<OwnedTensor> inputs;
+  inputs.emplace_back(Shape{V, C}, rng);
+  inputs.emplace_back(Shape{64, C}, rng);
+  OwnedTensor upstream(Shape{B, T, C}, rng);
+  for (float p : {0.0f, 0.2f}) {
+    const Composed fused = run_with_grads(inputs, upstream, [&](Graph& g, const std::vector<Tensor>& in) {
+      Rng dropout_rng(6);
+      return token_position_embedding(g, in[0], in[1], ids.data(), B, T, p, dropout_rng, true);
+    });
+    const Composed composed = run_with_grads(inputs, upstream, [&](Graph& g, const std::vector<Tensor>& in) {
+      Rng dropout_rng(6);
+      const Tensor positions{in[1].data, in[1].grad_slot, Shape{T, C}};  // the first T rows
+      return dropout(g, add(g, embedding(g, in[0], ids.data(), Shape{B, T}), positions), p, dropout_rng, true);
+    });
+    expect_identical(fused, composed);
+  }
 }
 
 // Gradients of intermediate tensors are recycled: a chain of n ops on an S-float tensor keeps

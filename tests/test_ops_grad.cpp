@@ -178,6 +178,20 @@ TEST(OpGrad, Gelu) {
   expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return gelu(g, in[0]); }, inputs);
 }
 
+TEST(OpGrad, TokenPositionEmbeddingWithRepeatedIdsAndDropout) {
+  // T = 3 of a 4-row position table; ids repeat so token rows collect several gradients.
+  static const int32_t ids[6] = {2, 0, 2, 6, 2, 1};
+  for (float p : {0.0f, 0.3f}) {
+    auto inputs = make_inputs({Shape{7, 5}, Shape{4, 5}}, 46);
+    expect_gradcheck(
+        [=](Graph& g, const std::vector<Tensor>& in) {
+          Rng rng(4);
+          return token_position_embedding(g, in[0], in[1], ids, 2, 3, p, rng, true);
+        },
+        inputs);
+  }
+}
+
 TEST(OpGrad, LayerNormLinearWithAndWithoutBiases) {
   auto with_bias = make_inputs({Shape{2, 3, 6}, Shape{6}, Shape{6}, Shape{5, 6}, Shape{5}}, 40);
   expect_gradcheck(

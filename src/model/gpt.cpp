@@ -62,12 +62,9 @@ Gpt::BlockParams Gpt::block(int64_t layer) {
 Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, const int32_t* targets, bool training,
                          Rng& rng) {
   GPT_CHECK(T >= 1 && T <= config_.block_size, "sequence length " + std::to_string(T) + " outside [1, block_size]");
-  const int64_t C = config_.n_embd, V = config_.vocab_size;
+  const int64_t V = config_.vocab_size;
   const float p = config_.dropout;
-  Tensor pos = wpe();
-  pos = Tensor{pos.data, pos.grad_slot, Shape{T, C}};  // the first T rows: a view (its gradient too)
-  Tensor x = add(g, embedding(g, wte(), idx, Shape{B, T}), pos);
-  x = dropout(g, x, p, rng, training);
+  Tensor x = token_position_embedding(g, wte(), wpe(), idx, B, T, p, rng, training);
   for (int64_t l = 0; l < config_.n_layer; ++l) {
     const BlockParams w = block(l);
     // x + attn(ln_1(x)), then x + mlp(ln_2(x)); the fused ops keep only what backward cannot

@@ -15,6 +15,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/softmax_row.h"
+#include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -27,12 +28,7 @@ struct AttentionDims {
   int64_t B, T, C, H, hs;
 };
 
-struct DropoutMask {
-  bool active;
-  float p, keep_scale;
-  uint64_t seed;
-  bool kept(int64_t index) const { return detail::hash_uniform(seed, index) >= p; }
-};
+using detail::DropoutMask;
 
 // Per-thread scratch: three blocks of kRowBlock x T floats.
 int64_t scratch_floats_per_thread(const AttentionDims& d) { return 3 * std::min(kRowBlock, d.T) * d.T; }
@@ -52,7 +48,7 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
     if (mask.active) {
       float* drow = dropped + (i - i0) * T;
       const int64_t base = (bh * T + i) * T;
-      for (int64_t j = 0; j < i1; ++j) drow[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
+      for (int64_t j = 0; j < i1; ++j) drow[j] = mask.apply(row[j], base + j);
     }
   }
 }
@@ -103,7 +99,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
         const float* prow = p + (i - i0) * T;
         if (mask.active) {
           const int64_t base = (bh * T + i) * T;
-          for (int64_t j = 0; j <= i; ++j) row[j] = mask.kept(base + j) ? row[j] * mask.keep_scale : 0.0f;
+          for (int64_t j = 0; j <= i; ++j) row[j] = mask.apply(row[j], base + j);
         }
         float dot = 0.0f;
         for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];
@@ -123,8 +119,7 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
   AttentionDims d{qkv.shape[0], qkv.shape[1], qkv.shape[2] / 3, n_head, 0};
   GPT_CHECK(n_head > 0 && d.C % n_head == 0, "n_embd must be divisible by n_head");
   d.hs = d.C / n_head;
-  DropoutMask mask{training && dropout_p > 0.0f, dropout_p, 1.0f / (1.0f - dropout_p), 0};
-  if (mask.active) mask.seed = rng.next_u64();
+  const DropoutMask mask = DropoutMask::make(dropout_p, rng, training);
 
   Tensor out = g.make(Shape{d.B, d.T, d.C}, qkv.requires_grad());
   // One scratch region serves forward and backward: they never run at the same time.

@@ -4,11 +4,13 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/row_sum.h"
+#include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
 
-namespace {
+namespace detail {
 
 void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C) {
   constexpr int64_t kBlock = 64;
@@ -24,23 +26,66 @@ void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float*
   }
 }
 
+}  // namespace detail
+
+namespace {
+
+void check_ids(const int32_t* ids, int64_t n, int64_t V) {
+  for (int64_t i = 0; i < n; ++i)
+    GPT_CHECK(ids[i] >= 0 && ids[i] < V, "embedding id " + std::to_string(ids[i]) + " outside [0, " + std::to_string(V) + ")");
+}
+
+// The caller's ids may not outlive the step; backward reads a copy in the arena.
+const int32_t* save_ids(Graph& g, const int32_t* ids, int64_t n) {
+  int32_t* saved = static_cast<int32_t*>(g.arena().allocate_bytes(n * sizeof(int32_t)));
+  std::memcpy(saved, ids, n * sizeof(int32_t));
+  return saved;
+}
+
 }  // namespace
 
 Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_shape) {
   GPT_CHECK(table.shape.rank == 2, "embedding table must be [V, C]");
   GPT_CHECK(ids_shape.rank < Shape::kMaxRank, "ids rank too high");
   const int64_t V = table.shape[0], C = table.shape[1], n = ids_shape.numel();
-  for (int64_t i = 0; i < n; ++i)
-    GPT_CHECK(ids[i] >= 0 && ids[i] < V, "embedding id " + std::to_string(ids[i]) + " outside [0, " + std::to_string(V) + ")");
+  check_ids(ids, n, V);
   Shape out_shape = ids_shape;
   out_shape.dims[out_shape.rank++] = C;
   Tensor out = g.make(out_shape, table.requires_grad());
   for (int64_t i = 0; i < n; ++i) std::memcpy(out.data + i * C, table.data + static_cast<int64_t>(ids[i]) * C, C * sizeof(float));
   if (out.requires_grad()) {
-    // The caller's ids may not outlive the step; keep a copy in the arena for backward.
-    int32_t* saved = static_cast<int32_t*>(g.arena().allocate_bytes(n * sizeof(int32_t)));
-    std::memcpy(saved, ids, n * sizeof(int32_t));
-    g.record(out, [=] { embedding_backward(saved, n, out.grad(), table.grad_accumulator(), C); });
+    const int32_t* saved = save_ids(g, ids, n);
+    g.record(out, [=] { detail::embedding_backward(saved, n, out.grad(), table.grad_accumulator(), C); });
+  }
+  return out;
+}
+
+// Fused as the composition dropout(add(embedding(...), first T rows of wpe)), with the same
+// values, Rng draw and gradients, but one [B, T, C] tensor instead of three.
+Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, const int32_t* ids, int64_t B, int64_t T,
+                                float dropout_p, Rng& rng, bool training) {
+  GPT_CHECK(wte.shape.rank == 2 && wpe.shape.rank == 2 && wte.shape[1] == wpe.shape[1],
+            "embedding tables " + wte.shape.str() + " and " + wpe.shape.str() + " do not match");
+  GPT_CHECK(T >= 1 && T <= wpe.shape[0], "sequence length " + std::to_string(T) + " outside [1, " + std::to_string(wpe.shape[0]) + "]");
+  const int64_t V = wte.shape[0], C = wte.shape[1], n = B * T;
+  check_ids(ids, n, V);
+  const detail::DropoutMask mask = detail::DropoutMask::make(dropout_p, rng, training);
+  Tensor out = g.make(Shape{B, T, C}, wte.requires_grad() || wpe.requires_grad());
+#pragma omp parallel for schedule(static) if (n * C > (1 << 16))
+  for (int64_t i = 0; i < n; ++i) {
+    const float* token = wte.data + static_cast<int64_t>(ids[i]) * C;
+    const float* position = wpe.data + (i % T) * C;
+    float* row = out.data + i * C;
+    for (int64_t j = 0; j < C; ++j) row[j] = mask.apply(token[j] + position[j], i * C + j);
+  }
+  if (out.requires_grad()) {
+    const int32_t* saved = save_ids(g, ids, n);
+    g.record(out, [=] {
+      float* d = out.grad();  // consumed only here: the mask is applied in place
+      mask.apply_in_place(d, n * C);
+      if (float* dpos = wpe.grad_accumulator()) accumulate_column_sums(d, B, T * C, dpos);
+      if (float* dtok = wte.grad_accumulator()) detail::embedding_backward(saved, n, d, dtok, C);
+    });
   }
   return out;
 }

@@ -6,7 +6,27 @@
 
 #include <cstdint>
 
+#include "ops/ops.h"
+
 namespace gpt::detail {
+
+// Inverted dropout with the counter-based mask of the dropout op: element `index` is kept when
+// hash_uniform(seed, index) >= p and then scaled by 1/(1-p). Inactive (identity) when not
+// training or p == 0; make() draws the seed from `rng` only when active, as the dropout op does.
+struct DropoutMask {
+  bool active = false;
+  float p = 0.0f, keep_scale = 1.0f;
+  uint64_t seed = 0;
+
+  static DropoutMask make(float p, Rng& rng, bool training);
+  bool kept(int64_t index) const { return hash_uniform(seed, static_cast<uint64_t>(index)) >= p; }
+  float apply(float value, int64_t index) const { return !active ? value : kept(index) ? value * keep_scale : 0.0f; }
+  // values[i] = apply(values[i], i) for i < n (parallel; a no-op when inactive).
+  void apply_in_place(float* values, int64_t n) const;
+};
+
+// Scatter-adds rows of dout into the rows of dtable picked by ids.
+void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C);
 
 // y = x W^T + b (b may be null); x: [rows, in], W: [out, in], y: [rows, out].
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in, int64_t out);
@@ -23,5 +43,7 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
 // Exact GELU over n values, and dx += dy * GELU'(x).
 void gelu_forward(const float* x, float* y, int64_t n);
 void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
+// d = d * GELU'(x): the gradient of x when d is the gradient of GELU(x) and x has no other.
+void gelu_backward_in_place(const float* x, float* d, int64_t n);
 
 }  // namespace gpt::detail

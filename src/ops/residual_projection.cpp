@@ -22,10 +22,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
   GPT_CHECK(residual.shape.last() == out_features && residual.shape.rows() == rows,
             "residual " + residual.shape.str() + " does not match the projection's output");
   if (defined(bias)) GPT_CHECK(bias.shape == Shape{out_features}, "projection bias shape " + bias.shape.str());
-  const bool dropout_active = training && dropout_p > 0.0f;
-  GPT_CHECK(!dropout_active || dropout_p < 1.0f, "dropout probability must be below 1");
-  const uint64_t seed = dropout_active ? rng.next_u64() : 0;
-  const float keep_scale = dropout_active ? 1.0f / (1.0f - dropout_p) : 1.0f;
+  const detail::DropoutMask mask = detail::DropoutMask::make(dropout_p, rng, training);
   const int64_t n_in = rows * in, n = rows * out_features;
 
   Tensor out = g.make(residual.shape, detail::any_grad(residual, x, weight) || bias.requires_grad());
@@ -41,41 +38,43 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
   const float* r = residual.data;
   float* y = out.data;
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-  for (int64_t i = 0; i < n; ++i) {
-    const float projected = !dropout_active ? y[i] : detail::hash_uniform(seed, i) < dropout_p ? 0.0f : y[i] * keep_scale;
-    y[i] = r[i] + projected;
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = r[i] + mask.apply(y[i], i);
 
   if (out.requires_grad()) {
     Graph* graph = &g;
     g.record(out, [=] {
-      const float* dout = out.grad();
+      float* dy = out.grad();
       if (float* dr = residual.grad_accumulator()) {
 #pragma omp parallel for schedule(static) if (n > (1 << 16))
-        for (int64_t i = 0; i < n; ++i) dr[i] += dout[i];
+        for (int64_t i = 0; i < n; ++i) dr[i] += dy[i];
       }
-      // d(projection) = dout through the dropout mask.
-      Borrowed dropped(*graph, dropout_active ? static_cast<std::size_t>(n) : 0);
-      const float* dy = dout;
-      if (dropout_active) {
-        float* d = dropped.data();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
-        for (int64_t i = 0; i < n; ++i) d[i] = detail::hash_uniform(seed, i) >= dropout_p ? dout[i] * keep_scale : 0.0f;
-        dy = d;
-      }
+      // d(projection): the output's gradient through the dropout mask, in place (nothing reads
+      // the output's gradient after this op).
+      mask.apply_in_place(dy, n);
       if (act == Activation::none) {
         detail::linear_backward(x.data, weight.data, dy, x.grad_accumulator(), weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features);
         return;
       }
-      Borrowed activated(*graph, static_cast<std::size_t>(n_in));
-      detail::gelu_forward(x.data, activated.data(), n_in);
-      detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
-                              bias.grad_accumulator(), rows, in, out_features);
+      {
+        Borrowed activated(*graph, static_cast<std::size_t>(n_in));
+        detail::gelu_forward(x.data, activated.data(), n_in);
+        detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
+                                bias.grad_accumulator(), rows, in, out_features);
+      }
       if (!x.requires_grad()) return;
-      float* d_activated = activated.data();  // GELU(x) is no longer needed: reuse the buffer
-      gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated, in, false);
-      detail::gelu_backward(x.data, d_activated, x.grad_accumulator(), n_in);
+      // d(GELU(x)) = dy W, then through GELU'. When x has no gradient yet (the MLP's hidden layer
+      // feeds only this op), that product is computed in x's own gradient buffer, which takes the
+      // place GELU(x) just gave back: one hidden-sized buffer alive here instead of two.
+      if (!x.grad()) {
+        float* dx = x.grad_accumulator();
+        gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false);
+        detail::gelu_backward_in_place(x.data, dx, n_in);
+        return;
+      }
+      Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
+      gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false);
+      detail::gelu_backward(x.data, d_activated.data(), x.grad_accumulator(), n_in);
     });
   }
   return out;
