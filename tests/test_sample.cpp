@@ -57,14 +57,27 @@ Trace generate_by_recomputation(Gpt& model, const std::vector<int32_t>& prompt, 
   return trace;
 }
 
-Trace generate_cached(Gpt& model, const std::vector<int32_t>& prompt, const GenerationSettings& s, Rng& rng) {
-  Generator generator(model);
-  Trace trace;
-  generate(generator, prompt, s, rng, [&](int32_t token, const float* logits) {
-    trace.tokens.push_back(token);
-    trace.logits.emplace_back(logits, logits + model.config().vocab_size);
+// One trace per Rng: the sequences are generated together as one batch.
+std::vector<Trace> generate_batch(Gpt& model, const std::vector<int32_t>& prompt, const GenerationSettings& s,
+                                  std::vector<Rng> rngs) {
+  Generator generator(model, static_cast<int64_t>(rngs.size()));
+  std::vector<Trace> traces(rngs.size());
+  generate(generator, prompt, s, rngs, [&](int64_t sequence, int32_t token, const float* logits) {
+    traces[sequence].tokens.push_back(token);
+    traces[sequence].logits.emplace_back(logits, logits + model.config().vocab_size);
   });
-  return trace;
+  return traces;
+}
+
+Trace generate_cached(Gpt& model, const std::vector<int32_t>& prompt, const GenerationSettings& s, Rng& rng) {
+  return generate_batch(model, prompt, s, {rng})[0];
+}
+
+void expect_same_trace(const Trace& a, const Trace& b) {
+  ASSERT_EQ(a.tokens, b.tokens);
+  for (std::size_t t = 0; t < b.logits.size(); ++t)
+    for (std::size_t v = 0; v < b.logits[t].size(); ++v)
+      ASSERT_NEAR(a.logits[t][v], b.logits[t][v], 1e-5) << "token " << t << " logit " << v;
 }
 
 void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature) {
@@ -76,12 +89,15 @@ void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t s
   s.context_shift = shift;
   s.sampling = {temperature, 0, 1.0};
   Rng rng_a(5), rng_b(5);
-  const Trace cached = generate_cached(*model, prompt, s, rng_a);
-  const Trace full = generate_by_recomputation(*model, prompt, s, rng_b);
-  ASSERT_EQ(cached.tokens, full.tokens);
-  for (std::size_t t = 0; t < full.logits.size(); ++t)
-    for (std::size_t v = 0; v < full.logits[t].size(); ++v)
-      ASSERT_NEAR(cached.logits[t][v], full.logits[t][v], 1e-5) << "token " << t << " logit " << v;
+  expect_same_trace(generate_cached(*model, prompt, s, rng_a), generate_by_recomputation(*model, prompt, s, rng_b));
+  // A batch of three sequences: each is what recomputation gives with its own random stream.
+  const std::vector<Rng> streams = {sample_rng(9, 0), sample_rng(9, 1), sample_rng(9, 2)};
+  const std::vector<Trace> batch = generate_batch(*model, prompt, s, streams);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    Rng rng = streams[i];
+    SCOPED_TRACE("sequence " + std::to_string(i) + " of a batch");
+    expect_same_trace(batch[i], generate_by_recomputation(*model, prompt, s, rng));
+  }
 }
 
 TEST(KvCache, ExactModeMatchesRecomputationGreedy) {
@@ -150,6 +166,38 @@ TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
   omp_set_num_threads(saved);
   EXPECT_EQ(one, two);
   EXPECT_NE(one, other_seed);
+}
+
+TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
+  auto model = random_model();
+  GenerationSettings s;
+  s.max_new_tokens = 30;
+  s.sampling = {1.0, 0, 1.0};
+  const int saved = omp_get_max_threads();
+  std::vector<Rng> streams;
+  for (int64_t i = 0; i < 5; ++i) streams.push_back(sample_rng(21, i));
+  omp_set_num_threads(2);
+  const std::vector<Trace> two = generate_batch(*model, {1, 2}, s, streams);
+  omp_set_num_threads(3);
+  const std::vector<Trace> three = generate_batch(*model, {1, 2}, s, streams);
+  omp_set_num_threads(saved);
+  for (std::size_t i = 0; i < streams.size(); ++i) {
+    EXPECT_EQ(two[i].tokens, three[i].tokens) << "sequence " << i;
+    EXPECT_EQ(two[i].logits, three[i].logits) << "sequence " << i;  // bit for bit
+    Rng alone = streams[i];
+    expect_same_trace(two[i], generate_cached(*model, {1, 2}, s, alone));
+  }
+  EXPECT_NE(two[0].tokens, two[1].tokens);  // different streams, different text
+}
+
+TEST(KvCache, SampleStreamsDoNotDependOnTheBatch) {
+  Rng first = sample_rng(7, 0), plain(7);
+  EXPECT_EQ(first.next_u64(), plain.next_u64());  // sample 0 is the --seed stream itself
+  Rng a = sample_rng(7, 1), b = sample_rng(7, 1), c = sample_rng(7, 2), d = sample_rng(8, 1);
+  const uint64_t x = a.next_u64();
+  EXPECT_EQ(x, b.next_u64());
+  EXPECT_NE(x, c.next_u64());
+  EXPECT_NE(x, d.next_u64());
 }
 
 TEST(KvCache, SamplerContextLikelihoodMatchesRecomputation) {

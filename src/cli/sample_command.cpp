@@ -1,12 +1,17 @@
 // gpt sample: streams generated text to stdout (flushed per character); logs go to stderr.
 // nanoGPT's output shape: each sample is the prompt followed by the new text, then a line of
-// dashes.
+// dashes. Samples are generated kMaxBatch at a time as one batch (each with its own random
+// stream): the first of each batch streams as it is generated, the others follow it when the
+// batch is done.
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/commands.h"
 #include "core/check.h"
@@ -97,22 +102,34 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   settings.max_new_tokens = options.max_new_tokens;
   settings.context_shift = options.context_shift;
   settings.sampling = {options.temperature, options.top_k, options.top_p};
-  Generator generator(model);
-  Rng rng(static_cast<uint64_t>(options.seed));
   const std::string shown_prompt = [&] {
     std::string s;
     for (int32_t id : prompt) s += loaded.vocab.decode(id);
     return s;
   }();
   const auto start = std::chrono::steady_clock::now();
-  for (int64_t sample = 0; sample < options.num_samples; ++sample) {
+  constexpr int64_t kMaxBatch = 32;
+  for (int64_t first = 0; first < options.num_samples; first += kMaxBatch) {
+    const int64_t batch = std::min(kMaxBatch, options.num_samples - first);
+    Generator generator(model, batch);
+    std::vector<Rng> rngs;
+    for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_rng(static_cast<uint64_t>(options.seed), first + s));
+    std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one
     std::fputs(shown_prompt.c_str(), stdout);
     std::fflush(stdout);
-    generate(generator, prompt, settings, rng, [&](int32_t id, const float*) {
+    generate(generator, prompt, settings, rngs, [&](int64_t s, int32_t id, const float*) {
+      if (s > 0) {
+        held[s] += loaded.vocab.decode(id);
+        return;
+      }
       std::fputs(loaded.vocab.decode(id).c_str(), stdout);
       std::fflush(stdout);
     });
     std::fputs("\n---------------\n", stdout);
+    for (int64_t s = 1; s < batch; ++s) {
+      std::fputs(held[s].c_str(), stdout);
+      std::fputs("\n---------------\n", stdout);
+    }
     std::fflush(stdout);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -210,18 +210,22 @@ void dots_portable(const float* a, const float* B, int64_t ldb, int64_t K, int64
   }
 }
 
+constexpr int64_t kDotBlock = 64;
+
+void row_times_transposed_block(bool simd, int64_t j0, int64_t rows, int64_t K, const float* a, const float* B,
+                                int64_t ldb, float* c, bool accumulate) {
+  float out[kDotBlock];
+  (simd ? dots_avx2 : dots_portable)(a, B + j0 * ldb, ldb, K, rows, out);
+  for (int64_t r = 0; r < rows; ++r) c[j0 + r] = accumulate ? c[j0 + r] + out[r] : out[r];
+}
+
 void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
                           bool accumulate) {
   // Fixed blocks of rows; with two or more threads each keeps its share of B in its own cache.
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (N + kBlock - 1) / kBlock;
+  const int64_t blocks = (N + kDotBlock - 1) / kDotBlock;
 #pragma omp parallel for schedule(static) if (N * K >= (1 << 14) && blocks > 1)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t j0 = blk * kBlock, rows = std::min(kBlock, N - j0);
-    float out[kBlock];
-    (simd ? dots_avx2 : dots_portable)(a, B + j0 * ldb, ldb, K, rows, out);
-    for (int64_t r = 0; r < rows; ++r) c[j0 + r] = accumulate ? c[j0 + r] + out[r] : out[r];
-  }
+  for (int64_t blk = 0; blk < blocks; ++blk)
+    row_times_transposed_block(simd, blk * kDotBlock, std::min(kDotBlock, N - blk * kDotBlock), K, a, B, ldb, c, accumulate);
 }
 
 // Grow-only buffers: after the first steps of a run no call allocates.
@@ -359,6 +363,36 @@ void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& 
   const Kernel& kernel = active_kernel();
   GPT_CHECK(kernel.NR == B.nr(), "matrix packed for another GEMM kernel");
   gemm_blocked(kernel, false, false, M, B.N(), B.K(), A, lda, nullptr, 0, B.data(), C, ldc, accumulate);
+}
+
+void gemm_prepacked_columns(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, int64_t column_begin,
+                            int64_t column_end, float* C, int64_t ldc, bool accumulate) {
+  const Kernel& kernel = active_kernel();
+  GPT_CHECK(kernel.NR == B.nr(), "matrix packed for another GEMM kernel");
+  GPT_CHECK(column_begin % B.nr() == 0 && column_begin <= column_end && column_end <= B.N(), "column range");
+  if (M <= 0 || column_begin == column_end) return;
+  if (B.K() == 0) {
+    if (!accumulate)
+      for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc + column_begin, 0, (column_end - column_begin) * sizeof(float));
+    return;
+  }
+  thread_local GrowableBuffer packed_a;
+  float* a_scratch = packed_a.get(static_cast<std::size_t>(kMaxMR * KC));
+  const int64_t slivers = (B.N() + B.nr() - 1) / B.nr();
+  for (int64_t p0 = 0; p0 < B.K(); p0 += KC) {
+    const int64_t kc = std::min(KC, B.K() - p0);
+    // Row blocks of MC as gemm_blocked makes them, so partial slivers fall where they do there.
+    for (int64_t i0 = 0; i0 < M; i0 += MC)
+      multiply_block(kernel, false, A, lda, p0, B.data() + p0 * slivers * B.nr(), kc, i0, std::min(MC, M - i0),
+                     column_begin, column_end - column_begin, C, ldc, accumulate || p0 > 0, a_scratch);
+  }
+}
+
+void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
+                                 bool accumulate) {
+  const bool simd = active_kernel().vector_width > 1;
+  for (int64_t j0 = 0; j0 < N; j0 += kDotBlock)
+    row_times_transposed_block(simd, j0, std::min(kDotBlock, N - j0), K, a, B, ldb, c, accumulate);
 }
 
 }  // namespace gpt

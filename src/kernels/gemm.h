@@ -39,6 +39,17 @@ class PackedMatrix {
 };
 void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc, bool accumulate);
 
+// For callers that run a team of threads themselves and give each thread a share of the output
+// columns (the sampler's forward: one parallel region per step). Both run on the calling thread
+// only and give the same bits as the full products, whatever the split.
+// gemm_prepacked restricted to columns [column_begin, column_end); column_begin is a multiple of
+// B.nr() (column_end may be N).
+void gemm_prepacked_columns(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, int64_t column_begin,
+                            int64_t column_end, float* C, int64_t ldc, bool accumulate);
+// gemm with M = 1, trans_b: c[0..N) (+)= a[0..K) B^T for B stored [N, K] (the dot-product path).
+void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
+                                 bool accumulate);
+
 // Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
 // "avx2-fma" or "portable"; and its vector width in floats (1 for portable).
 const char* gemm_kernel_name();

@@ -1,130 +1,243 @@
 #include "sample/generator.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 
-#include "kernels/gemm.h"
 #include "kernels/softmax_row.h"
-#include "ops/ops.h"
+#include "ops/op_kernels.h"
 
 namespace gpt {
 
 namespace {
 
-// Attention of n new queries (positions start .. start+n-1) over the cached keys/values 0 .. their
-// own position; the new keys and values were already written into the cache.
-// qkv: [n, 3C]; keys, values: [block_size, C]; out: [n, C]; scores: [H, n, start+n] (the
-// captured probabilities when the caller wants them, else scratch).
-void cached_attention(const float* qkv, const float* keys, const float* values, int64_t n, int64_t start, int64_t C,
-                      int64_t H, float* out, float* scores) {
-  const int64_t hs = C / H, total = start + n;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  // Several queries (a prompt, a re-encoded window): per head, scores and outputs are two
-  // matrix products on the fast GEMM; one query: plain loops over the cache are cheaper.
-  const bool batched = n > 1;
-#pragma omp parallel for schedule(static) if (n * total * C > (1 << 16))
-  for (int64_t h = 0; h < H; ++h) {
-    float* S = scores + h * n * total;
-    if (batched) gemm(false, true, n, total, hs, qkv + h * hs, 3 * C, keys + h * hs, C, S, total, false);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t visible = start + i + 1;
-      float* row = S + i * total;
-      if (!batched) {
-        const float* q = qkv + i * 3 * C + h * hs;
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* k = keys + j * C + h * hs;
-          float dot = 0.0f;
-          for (int64_t d = 0; d < hs; ++d) dot += q[d] * k[d];
-          row[j] = dot;
-        }
-      }
-      softmax_row(row, visible, scale);
-      for (int64_t j = visible; j < total; ++j) row[j] = 0.0f;
-      if (!batched) {
-        float* o = out + i * C + h * hs;
-        for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
-        for (int64_t j = 0; j < visible; ++j) {
-          const float* v = values + j * C + h * hs;
-          for (int64_t d = 0; d < hs; ++d) o[d] += row[j] * v[d];
-        }
-      }
-    }
-    if (batched) gemm(false, false, n, hs, total, S, total, values + h * hs, C, out + h * hs, C, false);
-  }
+constexpr int64_t kDotGranule = 8;  // the dot-product path computes 8 outputs together
+
+struct Range {
+  int64_t begin, end;
+  int64_t size() const { return end - begin; }
+};
+
+// The calling thread's part of [0, count) in whole granules: the same split on every call, so
+// each thread keeps reading the same slice of every weight matrix (it stays in its own cache).
+Range my_share(int64_t count, int64_t granule) {
+  const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+  const int64_t units = (count + granule - 1) / granule;
+  return {std::min(count, units * t / threads * granule), std::min(count, units * (t + 1) / threads * granule)};
 }
 
-// x W^T + b for inference. One row: dot products against W's rows ([out, in], contiguous).
-// Several rows: the GEMM against W^T packed once when the Generator was made (packing it per
-// call would re-copy every weight for every token of a re-encoded window).
-Tensor inference_linear(Graph& g, const Tensor& x, const Tensor& w, const PackedMatrix& w_packed, const Tensor& bias) {
-  const int64_t rows = x.shape.rows();
-  if (rows == 1) return linear(g, x, w, bias);
-  const int64_t out_features = w.shape[0], in = w.shape[1];
-  Tensor y = g.make(Shape{rows, out_features}, false);
-  if (defined(bias))
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(y.data + r * out_features, bias.data, out_features * sizeof(float));
-  gemm_prepacked(rows, x.data, in, w_packed, y.data, out_features, defined(bias));
-  return y;
+// This thread's columns of y[rows, N] = x[rows, K] W^T + b (b may be null): dot products for one
+// row, the prepacked GEMM for several (the same arithmetic as linear() and gemm_prepacked()).
+Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+  const int64_t N = w.shape[0], K = w.shape[1];
+  const Range cols = rows == 1 ? my_share(N, kDotGranule) : my_share(N, packed.nr());
+  if (cols.size() == 0) return cols;
+  if (bias)
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(y + r * N + cols.begin, bias + cols.begin, cols.size() * sizeof(float));
+  if (rows == 1)
+    row_times_transposed_serial(cols.size(), K, x, w.data + cols.begin * K, K, y + cols.begin, bias != nullptr);
+  else
+    gemm_prepacked_columns(rows, x, K, packed, cols.begin, cols.end, y, N, bias != nullptr);
+  return cols;
+}
+
+// One head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at positions
+// start .. start+n-1, over its cached keys/values 0 .. each query's own position.
+// qkv: the sequence's [n, 3C] rows; keys, values: its [block_size, C] cache; out: [n - q0, C];
+// scores: [n - q0, start + n] (the captured probabilities when the caller wants them).
+void head_attention(const float* qkv, const float* keys, const float* values, int64_t n, int64_t q0, int64_t start,
+                    int64_t C, int64_t hs, int64_t h, float* out, float* scores) {
+  const int64_t total = start + n, nq = n - q0;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
+  // Several queries: scores and outputs are two matrix products; one query: loops over the cache.
+  const bool batched = nq > 1;
+  const float* q_rows = qkv + q0 * 3 * C + h * hs;
+  if (batched) gemm(false, true, nq, total, hs, q_rows, 3 * C, keys + h * hs, C, scores, total, false);
+  for (int64_t i = 0; i < nq; ++i) {
+    const int64_t visible = start + q0 + i + 1;
+    float* row = scores + i * total;
+    if (!batched) {
+      const float* q = q_rows + i * 3 * C;
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* k = keys + j * C + h * hs;
+        float dot = 0.0f;
+        for (int64_t d = 0; d < hs; ++d) dot += q[d] * k[d];
+        row[j] = dot;
+      }
+    }
+    softmax_row(row, visible, scale);
+    for (int64_t j = visible; j < total; ++j) row[j] = 0.0f;
+    if (!batched) {
+      float* o = out + i * C + h * hs;
+      for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
+      for (int64_t j = 0; j < visible; ++j) {
+        const float* v = values + j * C + h * hs;
+        for (int64_t d = 0; d < hs; ++d) o[d] += row[j] * v[d];
+      }
+    }
+  }
+  if (batched) gemm(false, false, nq, hs, total, scores, total, values + h * hs, C, out + h * hs, C, false);
 }
 
 PackedMatrix packed_transpose(const Tensor& w) { return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1]); }
 
 }  // namespace
 
-Generator::Generator(Gpt& model) : model_(model), arena_(4u << 20), graph_(arena_) {
-  graph_.set_grad_enabled(false);
+// Activations of one append: R = batch * n rows (fewer in the last layer when only each
+// sequence's last row is needed); `per_thread` buffers are indexed by thread number.
+struct Generator::Buffers {
+  int64_t threads = 1;
+  float* x = nullptr;         // [R, C] residual stream
+  float* x_last = nullptr;    // [batch, C] the last layer's stream when only last rows are kept
+  float* qkv = nullptr;       // [R, 3C]
+  float* attended = nullptr;  // [R, C]
+  float* projected = nullptr; // [R, C]
+  float* hidden = nullptr;    // [R, 4C] before GELU
+  float* activated = nullptr; // [R, 4C] after GELU
+  float* logits = nullptr;    // [R, V]
+  float* normed = nullptr;    // per thread [R, C]
+  float* stats = nullptr;     // per thread [2R]: layernorm means and 1/std
+  float* scores = nullptr;    // per thread [n, length]
+  int64_t rows = 0, total = 0;
+};
+
+Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), arena_(4u << 20) {
+  GPT_CHECK(batch >= 1, "generator batch must be at least 1");
   const GptConfig& c = model.config();
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    keys_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
-    values_.emplace_back(static_cast<std::size_t>(c.block_size * c.n_embd));
+    keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
+    values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
     const Gpt::BlockParams w = model.block(l);
     packed_.push_back({packed_transpose(w.c_attn_w), packed_transpose(w.attn_proj_w), packed_transpose(w.c_fc_w),
                        packed_transpose(w.mlp_proj_w)});
   }
-  last_logits_.resize(static_cast<std::size_t>(c.vocab_size));
+  lm_head_ = packed_transpose(model.wte());
+  last_logits_.resize(static_cast<std::size_t>(batch * c.vocab_size));
+}
+
+void Generator::set_capture_attention(bool capture) {
+  GPT_CHECK(!capture || batch_ == 1, "attention capture needs a batch of one sequence");
+  capture_ = capture;
 }
 
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
   const GptConfig& c = model_.config();
   GPT_CHECK(n >= 1 && length_ + n <= c.block_size, "KV cache overflow: " + std::to_string(length_ + n) + " > block_size");
-  const int64_t C = c.n_embd, start = length_, total = start + n;
-  graph_.reset();
-  Graph& g = graph_;
-  Tensor wpe = model_.wpe();
-  Tensor pos{wpe.data + start * C, nullptr, Shape{n, C}};  // rows start .. start+n-1
-  Tensor x = add(g, embedding(g, model_.wte(), tokens, Shape{n}), pos);
-  if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * n * total), 0.0f);
-  for (int64_t l = 0; l < c.n_layer; ++l) {
-    const Gpt::BlockParams w = model_.block(l);
-    const PackedWeights& wp = packed_[static_cast<std::size_t>(l)];
-    Tensor qkv = inference_linear(g, layernorm(g, x, w.ln_1_w, w.ln_1_b), w.c_attn_w, wp.c_attn, w.c_attn_b);  // [n, 3C]
-    float* keys = keys_[l].data();
-    float* values = values_[l].data();
-    for (int64_t i = 0; i < n; ++i) {
-      std::memcpy(keys + (start + i) * C, qkv.data + i * 3 * C + C, C * sizeof(float));
-      std::memcpy(values + (start + i) * C, qkv.data + i * 3 * C + 2 * C, C * sizeof(float));
-    }
-    Tensor attended = g.make(Shape{n, C}, false);
-    float* scores = capture_ ? captured_.data() + l * c.n_head * n * total : g.scratch(static_cast<std::size_t>(c.n_head * n * total));
-    cached_attention(qkv.data, keys, values, n, start, C, c.n_head, attended.data, scores);
-    x = add(g, x, inference_linear(g, attended, w.attn_proj_w, wp.attn_proj, w.attn_proj_b));
-    Tensor h = gelu(g, inference_linear(g, layernorm(g, x, w.ln_2_w, w.ln_2_b), w.c_fc_w, wp.c_fc, w.c_fc_b));
-    x = add(g, x, inference_linear(g, h, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b));
+  for (int64_t i = 0; i < batch_ * n; ++i)
+    GPT_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token id " + std::to_string(tokens[i]) + " outside the vocabulary");
+  const int64_t C = c.n_embd, V = c.vocab_size, R = batch_ * n;
+  arena_.reset();
+  Buffers b;
+  b.threads = omp_get_max_threads();
+  b.rows = R;
+  b.total = length_ + n;
+  b.x = arena_.allocate_floats(R * C);
+  b.x_last = arena_.allocate_floats(batch_ * C);
+  b.qkv = arena_.allocate_floats(R * 3 * C);
+  b.attended = arena_.allocate_floats(R * C);
+  b.projected = arena_.allocate_floats(R * C);
+  b.hidden = arena_.allocate_floats(R * 4 * C);
+  b.activated = arena_.allocate_floats(R * 4 * C);
+  b.logits = arena_.allocate_floats(R * V);
+  b.normed = arena_.allocate_floats(b.threads * R * C);
+  b.stats = arena_.allocate_floats(b.threads * 2 * R);
+  b.scores = arena_.allocate_floats(b.threads * n * b.total);
+  if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * n * b.total), 0.0f);
+
+  // Only each sequence's last position feeds the next token: unless every position's logits or
+  // attention are wanted, the last layer runs attention, the MLP and the head for that row only.
+  const bool last_rows_only = !all_logits && !capture_;
+  forward(b, tokens, n, last_rows_only);
+  length_ += n;
+
+  const int64_t logit_rows_per_sequence = last_rows_only ? 1 : n;
+  for (int64_t s = 0; s < batch_; ++s) {
+    const float* last = b.logits + ((s + 1) * logit_rows_per_sequence - 1) * V;
+    std::copy(last, last + V, last_logits_.begin() + s * V);
   }
-  length_ = total;
-  if (all_logits) {
-    Tensor logits = linear(g, layernorm(g, x, model_.ln_f_w(), model_.ln_f_b()), model_.wte(), Tensor{});
-    all_logits->assign(logits.data, logits.data + logits.numel());
-    std::copy(logits.data + (n - 1) * c.vocab_size, logits.data + n * c.vocab_size, last_logits_.begin());
-    return last_logits_.data();
-  }
-  // Only the last position's logits are needed to pick the next token.
-  Tensor last{x.data + (n - 1) * C, nullptr, Shape{1, C}};
-  Tensor logits = linear(g, layernorm(g, last, model_.ln_f_w(), model_.ln_f_b()), model_.wte(), Tensor{});
-  std::copy(logits.data, logits.data + c.vocab_size, last_logits_.begin());
+  if (all_logits) all_logits->assign(b.logits, b.logits + R * V);
   return last_logits_.data();
+}
+
+void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only) {
+  const GptConfig& c = model_.config();
+  const int64_t C = c.n_embd, H = c.n_head, hs = C / H, start = length_, total = b.total;
+  const int64_t L = c.n_layer;
+  const Tensor wte = model_.wte(), wpe = model_.wpe();
+
+#pragma omp parallel num_threads(static_cast<int>(b.threads))
+  {
+    const int64_t t = omp_get_thread_num();
+    float* normed = b.normed + t * b.rows * C;
+    float* mean = b.stats + t * 2 * b.rows;
+    float* rstd = mean + b.rows;
+    float* scratch_scores = b.scores + t * n * total;
+
+    const Range emb_cols = my_share(C, kDotGranule);
+    for (int64_t r = 0; r < b.rows; ++r) {
+      const float* token = wte.data + static_cast<int64_t>(tokens[r]) * C;
+      const float* position = wpe.data + (start + r % n) * C;
+      for (int64_t j = emb_cols.begin; j < emb_cols.end; ++j) b.x[r * C + j] = token[j] + position[j];
+    }
+#pragma omp barrier
+
+    float* x = b.x;
+    int64_t rows = b.rows;
+    for (int64_t l = 0; l < L; ++l) {
+      const Gpt::BlockParams w = model_.block(l);
+      const PackedWeights& wp = packed_[static_cast<std::size_t>(l)];
+      // Every thread normalises all rows itself (cheap) instead of waiting for a shared copy.
+      detail::layernorm_forward(x, w.ln_1_w.data, w.ln_1_b.data, normed, mean, rstd, rows, C);
+      team_linear(normed, rows, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
+#pragma omp barrier
+
+      const bool trim = last_rows_only && l == L - 1 && n > 1;
+      const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
+      const Range items = my_share(batch_ * H, 1);
+      for (int64_t item = items.begin; item < items.end; ++item) {
+        const int64_t s = item / H, h = item % H;
+        const float* qkv = b.qkv + s * n * 3 * C;
+        float* keys = keys_[l].data() + s * c.block_size * C;
+        float* values = values_[l].data() + s * c.block_size * C;
+        for (int64_t i = 0; i < n; ++i) {
+          std::memcpy(keys + (start + i) * C + h * hs, qkv + i * 3 * C + C + h * hs, hs * sizeof(float));
+          std::memcpy(values + (start + i) * C + h * hs, qkv + i * 3 * C + 2 * C + h * hs, hs * sizeof(float));
+        }
+        float* scores = capture_ ? captured_.data() + (l * H + h) * n * total : scratch_scores;
+        head_attention(qkv, keys, values, n, q0, start, C, hs, h, b.attended + s * nq * C, scores);
+      }
+#pragma omp barrier
+
+      // x + c_proj(attention), then x + mlp(ln_2(x)), each thread on its own columns. When only
+      // the last rows go on, the residual stream is gathered into x_last on the way.
+      const int64_t out_rows = batch_ * nq;
+      float* x_out = trim ? b.x_last : x;
+      Range cols = team_linear(b.attended, out_rows, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
+      for (int64_t r = 0; r < out_rows; ++r) {
+        const int64_t source = trim ? r * n + n - 1 : r;
+        for (int64_t j = cols.begin; j < cols.end; ++j) x_out[r * C + j] = x[source * C + j] + b.projected[r * C + j];
+      }
+      x = x_out;
+      rows = out_rows;
+#pragma omp barrier
+
+      detail::layernorm_forward(x, w.ln_2_w.data, w.ln_2_b.data, normed, mean, rstd, rows, C);
+      cols = team_linear(normed, rows, w.c_fc_w, wp.c_fc, w.c_fc_b.data, b.hidden);
+      for (int64_t r = 0; r < rows; ++r)
+        detail::gelu_forward(b.hidden + r * 4 * C + cols.begin, b.activated + r * 4 * C + cols.begin, cols.size());
+#pragma omp barrier
+
+      cols = team_linear(b.activated, rows, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b.data, b.projected);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = cols.begin; j < cols.end; ++j) x[r * C + j] = x[r * C + j] + b.projected[r * C + j];
+#pragma omp barrier
+    }
+    detail::layernorm_forward(x, model_.ln_f_w().data, model_.ln_f_b().data, normed, mean, rstd, rows, C);
+    team_linear(normed, rows, wte, lm_head_, nullptr, b.logits);
+  }
 }
 
 }  // namespace gpt

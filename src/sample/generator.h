@@ -1,10 +1,16 @@
-// Generator: incremental inference with a KV cache. Each layer keeps the keys and values of the
-// tokens seen so far; append() runs only the new tokens through the model (a batched forward for
-// a prompt, one token's matrix-vector products afterwards) and returns the last position's
-// logits. No autograd tape, no gradient buffers; per-step memory comes from an arena that is
-// reset every call, so steady-state generation allocates nothing. The weights are read, never
-// written: the Generator keeps packed copies for batched appends (see generator.cpp), so
-// the model must not change while a Generator uses it.
+// Generator: incremental inference with a KV cache, for a batch of sequences that advance
+// together (the samples of one `gpt sample` run). Each layer keeps the keys and values of every
+// sequence's tokens so far; append() runs only the new tokens through the model (a batched
+// forward for a prompt or a re-encoded window, one token per sequence afterwards) and returns each
+// sequence's logits after its last new token.
+//
+// One OpenMP parallel region per append: the threads split every product by output columns (and
+// attention by (sequence, head)), meet at a barrier only where an op needs another thread's
+// columns, and each normalises the rows it reads itself. Every output element is computed by one
+// thread with the same arithmetic whatever the split, so results do not depend on the thread
+// count. The weights are read, never written: the Generator keeps packed copies of them, so the
+// model must not change while a Generator uses it. Per-step memory comes from an arena reset
+// every call: steady-state generation allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -12,7 +18,6 @@
 
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
-#include "core/graph.h"
 #include "kernels/gemm.h"
 #include "model/gpt.h"
 
@@ -20,31 +25,37 @@ namespace gpt {
 
 class Generator {
  public:
-  explicit Generator(Gpt& model);
+  explicit Generator(Gpt& model, int64_t batch = 1);
 
-  // Feeds tokens at positions length() .. length()+n-1 (length()+n <= block_size) and returns the
-  // logits [V] after the last one, valid until the next call. With `all_logits`, also copies the
-  // logits of every new position into it ([n, V]) for tests and likelihood measurements.
+  // Feeds n tokens to each sequence (tokens: [batch, n], row-major) at positions
+  // length() .. length()+n-1 (length()+n <= block_size) and returns the logits [batch, V] after
+  // each sequence's last new token, valid until the next call. With `all_logits`, also copies the
+  // logits of every new position into it ([batch, n, V]) for tests and likelihood measurements.
   const float* append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits = nullptr);
   void reset() { length_ = 0; }
   int64_t length() const { return length_; }
+  int64_t batch() const { return batch_; }
   int64_t capacity() const { return model_.config().block_size; }
   int64_t vocab_size() const { return model_.config().vocab_size; }
 
   // Attention probabilities of the last append, [n_layer][n_head][n][length] when capture is on
-  // (for gpt heads); positions after each query are zero.
-  void set_capture_attention(bool capture) { capture_ = capture; }
+  // (for gpt heads; batch 1 only); positions after each query are zero.
+  void set_capture_attention(bool capture);
   const std::vector<float>& captured_attention() const { return captured_; }
 
  private:
-  Gpt& model_;
-  Arena arena_;
-  Graph graph_;
-  std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [block_size, C]
   struct PackedWeights {
     PackedMatrix c_attn, attn_proj, c_fc, mlp_proj;  // W^T in the GEMM's packed layout
   };
-  std::vector<PackedWeights> packed_;  // per layer, for batched appends
+  struct Buffers;  // one append's activations, from the arena
+  void forward(const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only);
+
+  Gpt& model_;
+  int64_t batch_;
+  Arena arena_;
+  std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, C]
+  std::vector<PackedWeights> packed_;                // per layer, for appends of several rows
+  PackedMatrix lm_head_;
   std::vector<float> last_logits_;
   int64_t length_ = 0;
   bool capture_ = false;

@@ -25,27 +25,36 @@ ContextDecoder::ContextDecoder(Generator& generator, int64_t context_shift)
   GPT_CHECK(context_shift >= 0 && context_shift <= generator.capacity(), "context_shift outside [0, block_size]");
 }
 
+const float* ContextDecoder::append_window(int64_t begin, int64_t end) {
+  const int64_t n = end - begin;
+  window_.resize(static_cast<std::size_t>(generator_.batch() * n));
+  for (int64_t s = 0; s < generator_.batch(); ++s)
+    std::copy(tokens_[s].begin() + begin, tokens_[s].begin() + end, window_.begin() + s * n);
+  return generator_.append(window_.data(), n);
+}
+
 const float* ContextDecoder::start(const std::vector<int32_t>& prompt) {
   const auto n = static_cast<int64_t>(prompt.size());
   GPT_CHECK(n >= 1 && n <= generator_.capacity(), "prompt must hold 1 .. block_size tokens");
-  tokens_ = prompt;
+  tokens_.assign(static_cast<std::size_t>(generator_.batch()), prompt);
   window_begin_ = 0;
   generator_.reset();
-  return generator_.append(tokens_.data(), n);
+  return append_window(0, n);
 }
 
-const float* ContextDecoder::push(int32_t token) {
-  tokens_.push_back(token);
-  const auto length = static_cast<int64_t>(tokens_.size());
+const float* ContextDecoder::push(const int32_t* tokens) {
+  for (int64_t s = 0; s < generator_.batch(); ++s) tokens_[s].push_back(tokens[s]);
+  const auto length = static_cast<int64_t>(tokens_[0].size());
   const Window w = context_window(length, generator_.capacity(), context_shift_, window_begin_);
-  if (w.begin == window_begin_) return generator_.append(&tokens_.back(), 1);  // still fits: one token through the cache
+  if (w.begin == window_begin_) return append_window(length - 1, length);  // still fits: one token through the cache
   generator_.reset();  // the window moved: re-encode it in one batched forward
   window_begin_ = w.begin;
-  return generator_.append(tokens_.data() + w.begin, w.end - w.begin);
+  return append_window(w.begin, w.end);
 }
 
 double sampler_context_nll(Generator& generator, const std::vector<int32_t>& tokens, int64_t context_shift) {
   GPT_CHECK(tokens.size() >= 2, "need at least two tokens");
+  GPT_CHECK(generator.batch() == 1, "likelihood measurement needs a batch of one sequence");
   ContextDecoder decoder(generator, context_shift);
   const float* logits = decoder.start({tokens[0]});
   const int64_t V = generator.vocab_size();
@@ -55,21 +64,31 @@ double sampler_context_nll(Generator& generator, const std::vector<int32_t>& tok
     for (int64_t v = 1; v < V; ++v) max = std::max(max, static_cast<double>(logits[v]));
     for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - max);
     total += max + std::log(sum) - logits[tokens[t]];
-    if (t + 1 < tokens.size()) logits = decoder.push(tokens[t]);
+    if (t + 1 < tokens.size()) logits = decoder.push(&tokens[t]);
   }
   return total / static_cast<double>(tokens.size() - 1);
 }
 
-void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings, Rng& rng,
-              const TokenCallback& on_token) {
+void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings,
+              std::vector<Rng>& rngs, const TokenCallback& on_token) {
+  const int64_t batch = generator.batch(), V = generator.vocab_size();
+  GPT_CHECK(static_cast<int64_t>(rngs.size()) == batch, "one Rng per sequence");
   TokenSampler sampler(settings.sampling);
   ContextDecoder decoder(generator, settings.context_shift);
+  std::vector<int32_t> next(static_cast<std::size_t>(batch));
   const float* logits = decoder.start(prompt);
   for (int64_t t = 0; t < settings.max_new_tokens; ++t) {
-    const int32_t next = sampler.next(logits, generator.vocab_size(), rng);
-    on_token(next, logits);
-    if (t + 1 < settings.max_new_tokens) logits = decoder.push(next);
+    for (int64_t s = 0; s < batch; ++s) {
+      next[s] = sampler.next(logits + s * V, V, rngs[s]);
+      on_token(s, next[s], logits + s * V);
+    }
+    if (t + 1 < settings.max_new_tokens) logits = decoder.push(next.data());
   }
+}
+
+Rng sample_rng(uint64_t seed, int64_t sample) {
+  if (sample == 0) return Rng(seed);
+  return Rng(splitmix64_mix(seed + static_cast<uint64_t>(sample) * kSplitmixIncrement));
 }
 
 }  // namespace gpt

@@ -23,18 +23,22 @@ struct GenerationSettings {
   SamplingSettings sampling;
 };
 
-// Drives a Generator through the context windows of one of the two modes: start() with a prompt,
-// then push() each new token; both return the logits for the next token.
+// Drives a Generator's batch of sequences through the context windows of one of the two modes:
+// start() with a prompt (the same for every sequence), then push() each sequence's next token
+// (tokens[s] for sequence s); both return the logits [batch, V] for the next tokens. All
+// sequences have the same length, so their windows move together.
 class ContextDecoder {
  public:
   ContextDecoder(Generator& generator, int64_t context_shift);
   const float* start(const std::vector<int32_t>& prompt);
-  const float* push(int32_t token);
+  const float* push(const int32_t* tokens);
 
  private:
+  const float* append_window(int64_t begin, int64_t end);
   Generator& generator_;
   int64_t context_shift_;
-  std::vector<int32_t> tokens_;
+  std::vector<std::vector<int32_t>> tokens_;  // per sequence: prompt + generated
+  std::vector<int32_t> window_;               // [batch, n] tokens of the next append
   int64_t window_begin_ = 0;
 };
 
@@ -42,11 +46,17 @@ class ContextDecoder {
 // condition it after the one-token prompt tokens[0]: what a context mode costs in quality.
 double sampler_context_nll(Generator& generator, const std::vector<int32_t>& tokens, int64_t context_shift);
 
-// Calls on_token(token, logits it was drawn from [V]) for every new token.
-// `prompt` must hold 1 .. block_size tokens (see crop_prompt).
-using TokenCallback = std::function<void(int32_t token, const float* logits)>;
-void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings, Rng& rng,
-              const TokenCallback& on_token);
+// Generates max_new_tokens after `prompt` for each of the generator's batch of sequences; sequence
+// s draws from rngs[s]. Calls on_token(s, token, logits it was drawn from [V]) for every new token,
+// sequence by sequence within each step. `prompt` must hold 1 .. block_size tokens (see crop_prompt).
+using TokenCallback = std::function<void(int64_t sequence, int32_t token, const float* logits)>;
+void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings,
+              std::vector<Rng>& rngs, const TokenCallback& on_token);
+
+// The random stream of sample number `sample` of a run seeded with `seed`: sample 0 draws from
+// Rng(seed), the others from streams derived from (seed, sample). Each sample's text therefore
+// does not depend on how many samples are drawn, or how many are generated together.
+Rng sample_rng(uint64_t seed, int64_t sample);
 
 // A prompt longer than block_size keeps its last block_size tokens (nanoGPT crops the same way);
 // returns how many were dropped.
