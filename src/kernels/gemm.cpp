@@ -1,5 +1,7 @@
 #include "kernels/gemm.h"
 
+#include "kernels/fast_math.h"
+
 #include <immintrin.h>
 #include <omp.h>
 
@@ -33,9 +35,12 @@ bool cpu_has_avx512() {
   return has;
 }
 
+// Packing is pure copying (no arithmetic, so no effect on results) but a tenth of a training
+// step: the copies are compiled for each ISA so they move whole vector registers.
+
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers: for each k, MR consecutive values.
 // Rows past mc are zero so the micro-kernel never branches on edges.
-void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+GPT_VECTOR_CLONES void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             float* out) {
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * kc) {
     const int64_t rows = std::min(MR, mc - ir);
@@ -58,7 +63,7 @@ void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, i
 }
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column slivers: for each k, NR consecutive values.
-void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
+GPT_VECTOR_CLONES void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
                    float* out) {
   if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
     for (int64_t k = 0; k < kc; ++k) {
@@ -67,13 +72,17 @@ void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_
       for (int64_t c = 0; c < cols; ++c) dst[c] = src[c];
       for (int64_t c = cols; c < NR; ++c) dst[c] = 0.0f;
     }
-  } else {  // B stored [N, K]: each column is contiguous in k; write it with stride NR
-    for (int64_t c = 0; c < cols; ++c) {
-      const float* src = B + (j + c) * ldb + p0;
-      for (int64_t k = 0; k < kc; ++k) out[k * NR + c] = src[k];
+  } else {  // B stored [N, K]: each column is contiguous in k. Transpose in 8 x 8 tiles.
+    constexpr int64_t kTile = 8;
+    for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
+      const int64_t kn = std::min(kTile, kc - k0);
+      for (int64_t c0 = 0; c0 < NR; c0 += kTile)
+        for (int64_t k = 0; k < kn; ++k) {
+          float* dst = out + (k0 + k) * NR + c0;
+          for (int64_t c = 0; c < kTile; ++c)
+            dst[c] = c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f;
+        }
     }
-    for (int64_t c = cols; c < NR; ++c)
-      for (int64_t k = 0; k < kc; ++k) out[k * NR + c] = 0.0f;
   }
 }
 

@@ -1,16 +1,15 @@
 #include "kernels/softmax_row.h"
 
 #include "kernels/fast_math.h"
+#include "kernels/lane_sum.h"
 
 namespace gpt {
 
 GPT_VECTOR_CLONES void softmax_row(float* row, int64_t n, float scale) {
-  float max = row[0] * scale;
-  for (int64_t j = 1; j < n; ++j) max = row[j] * scale > max ? row[j] * scale : max;
+  // max(scale * x) = scale * max(x) for scale > 0 (attention's 1/sqrt(hs), the softmax op's 1).
+  const float max = lane_max(row, n) * scale;
   for (int64_t j = 0; j < n; ++j) row[j] = fast_exp(row[j] * scale - max);
-  float sum = 0.0f;
-  for (int64_t j = 0; j < n; ++j) sum += row[j];
-  const float inv = 1.0f / sum;
+  const float inv = 1.0f / lane_sum(n, [row](int64_t j) { return row[j]; });
   for (int64_t j = 0; j < n; ++j) row[j] *= inv;
 }
 

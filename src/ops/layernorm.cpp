@@ -1,8 +1,12 @@
 // layernorm over the last axis: y = (x - mean) / sqrt(var + eps) * w + b, eps = 1e-5, biased
 // variance (as PyTorch). Forward saves mean and 1/std per row; backward recomputes x-hat from them.
+// Row reductions run in fixed lanes (kernels/lane_sum.h) so they vectorise with the same bits
+// everywhere.
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/fast_math.h"
+#include "kernels/lane_sum.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
 
@@ -11,26 +15,38 @@ namespace gpt {
 namespace detail {
 
 namespace {
+
 constexpr float kEps = 1e-5f;
+
+GPT_VECTOR_CLONES void layernorm_row(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+                                     int64_t C) {
+  const float m = lane_sum(C, [x](int64_t j) { return x[j]; }) / static_cast<float>(C);
+  // Two passes: no cancellation.
+  const float v = lane_sum(C, [x, m](int64_t j) { return (x[j] - m) * (x[j] - m); }) / static_cast<float>(C);
+  const float s = 1.0f / std::sqrt(v + kEps);
+  if (b)
+    for (int64_t j = 0; j < C; ++j) y[j] = (x[j] - m) * s * w[j] + b[j];
+  else
+    for (int64_t j = 0; j < C; ++j) y[j] = (x[j] - m) * s * w[j] + 0.0f;
+  *mean = m;
+  *rstd = s;
+}
+
+// dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
+GPT_VECTOR_CLONES void layernorm_row_backward(const float* x, const float* w, float m, float s, const float* dy, float* dx,
+                                              int64_t C) {
+  const float g_mean = lane_sum(C, [dy, w](int64_t j) { return dy[j] * w[j]; }) / static_cast<float>(C);
+  const float gx_mean =
+      lane_sum(C, [dy, w, x, m, s](int64_t j) { return dy[j] * w[j] * (x[j] - m) * s; }) / static_cast<float>(C);
+  for (int64_t j = 0; j < C; ++j) dx[j] += s * (dy[j] * w[j] - g_mean - (x[j] - m) * s * gx_mean);
+}
+
 }  // namespace
 
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
                        int64_t C) {
 #pragma omp parallel for schedule(static) if (rows * C > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * C;
-    float m = 0.0f;
-    for (int64_t j = 0; j < C; ++j) m += xr[j];
-    m /= static_cast<float>(C);
-    float v = 0.0f;
-    for (int64_t j = 0; j < C; ++j) v += (xr[j] - m) * (xr[j] - m);  // two passes: no cancellation
-    v /= static_cast<float>(C);
-    const float s = 1.0f / std::sqrt(v + kEps);
-    float* yr = y + r * C;
-    for (int64_t j = 0; j < C; ++j) yr[j] = (xr[j] - m) * s * w[j] + (b ? b[j] : 0.0f);
-    mean[r] = m;
-    rstd[r] = s;
-  }
+  for (int64_t r = 0; r < rows; ++r) layernorm_row(x + r * C, w, b, y + r * C, mean + r, rstd + r, C);
 }
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w; dw += sum dy*xhat; db += sum dy.
@@ -38,21 +54,7 @@ void layernorm_backward(const float* x, const float* w, const float* mean, const
                         float* dw, float* db, int64_t rows, int64_t C) {
   if (dx) {
 #pragma omp parallel for schedule(static) if (rows * C > (1 << 15))
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * C;
-      const float* dyr = dy + r * C;
-      const float m = mean[r], s = rstd[r];
-      float g_mean = 0.0f, gx_mean = 0.0f;
-      for (int64_t j = 0; j < C; ++j) {
-        const float gj = dyr[j] * w[j];
-        g_mean += gj;
-        gx_mean += gj * (xr[j] - m) * s;
-      }
-      g_mean /= static_cast<float>(C);
-      gx_mean /= static_cast<float>(C);
-      float* dxr = dx + r * C;
-      for (int64_t j = 0; j < C; ++j) dxr[j] += s * (dyr[j] * w[j] - g_mean - (xr[j] - m) * s * gx_mean);
-    }
+    for (int64_t r = 0; r < rows; ++r) layernorm_row_backward(x + r * C, w, mean[r], rstd[r], dy + r * C, dx + r * C, C);
   }
   if (!dw && !db) return;
   constexpr int64_t kBlock = 64;
