@@ -6,8 +6,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
+#include <utility>
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
@@ -86,69 +88,70 @@ GPT_VECTOR_CLONES void pack_b_sliver(int64_t NR, bool trans_b, const float* B, i
   }
 }
 
-// Every micro-kernel computes c[MR x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
-// with one fused multiply-add per term in k order, so all of them round identically.
+// Every micro-kernel computes c[kRows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
+// with one fused multiply-add per term in k order, so all of them round identically. kRows is MR
+// for full slivers and the remainder for the last one, so a partial sliver costs only its rows.
 
 // A is read either packed (a[k * MR + r], kDirectA = false) or straight from a row-major matrix
-// (a[r * lda + k], kDirectA = true: no packing for the common non-transposed case).
+// (a[r * lda + k], kDirectA = true: no packing for the non-transposed case).
 
 // AVX-512: 12 x 32 tile, 24 zmm accumulators.
-template <bool kDirectA>
+template <int kRows, bool kDirectA>
 __attribute__((target("avx512f"))) void micro_kernel_avx512(int64_t kc, const float* a, int64_t lda, const float* b,
                                                             float* c, int64_t ldc, bool load_c) {
   constexpr int MR = 12;
-  __m512 acc[MR][2];
-  for (int r = 0; r < MR; ++r) {
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) {
     acc[r][0] = load_c ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
     acc[r][1] = load_c ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
   }
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(b);
     const __m512 b1 = _mm512_load_ps(b + 16);
-    for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m512 ar = _mm512_set1_ps(kDirectA ? a[r * lda + k] : a[k * MR + r]);
       acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
     }
     b += 32;
   }
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     _mm512_storeu_ps(c + r * ldc, acc[r][0]);
     _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
   }
 }
 
 // AVX2 + FMA: 6 x 16 tile, 12 ymm accumulators plus two B vectors and one broadcast.
-template <bool kDirectA>
+template <int kRows, bool kDirectA>
 __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const float* a, int64_t lda, const float* b,
                                                            float* c, int64_t ldc, bool load_c) {
   constexpr int MR = 6;
-  __m256 acc[MR][2];
-  for (int r = 0; r < MR; ++r) {
+  __m256 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) {
     acc[r][0] = load_c ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
     acc[r][1] = load_c ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
   }
   for (int64_t k = 0; k < kc; ++k) {
     const __m256 b0 = _mm256_load_ps(b);
     const __m256 b1 = _mm256_load_ps(b + 8);
-    for (int r = 0; r < MR; ++r) {
+    for (int r = 0; r < kRows; ++r) {
       const __m256 ar = _mm256_set1_ps(kDirectA ? a[r * lda + k] : a[k * MR + r]);
       acc[r][0] = _mm256_fmadd_ps(ar, b0, acc[r][0]);
       acc[r][1] = _mm256_fmadd_ps(ar, b1, acc[r][1]);
     }
     b += 16;
   }
-  for (int r = 0; r < MR; ++r) {
+  for (int r = 0; r < kRows; ++r) {
     _mm256_storeu_ps(c + r * ldc, acc[r][0]);
     _mm256_storeu_ps(c + r * ldc + 8, acc[r][1]);
   }
 }
 
 // Portable: the same FMA chain per element with std::fma (6 x 16 tile).
-template <bool kDirectA>
+template <int kRows, bool kDirectA>
 void micro_kernel_portable(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool load_c) {
   constexpr int64_t MR = 6, NR = 16;
-  for (int64_t r = 0; r < MR; ++r) {
+  for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t j = 0; j < NR; ++j) {
       float acc = load_c ? c[r * ldc + j] : 0.0f;
       for (int64_t k = 0; k < kc; ++k) acc = std::fma(kDirectA ? a[r * lda + k] : a[k * MR + r], b[k * NR + j], acc);
@@ -158,16 +161,35 @@ void micro_kernel_portable(int64_t kc, const float* a, int64_t lda, const float*
 }
 
 using MicroKernel = void (*)(int64_t, const float*, int64_t, const float*, float*, int64_t, bool);
+using MicroKernels = std::array<MicroKernel, kMaxMR>;  // [rows - 1]
+
+// Each ISA's kernels for 1 .. MR rows, indexed by rows - 1.
+template <bool kDirectA, std::size_t... R>
+constexpr MicroKernels avx512_kernels(std::index_sequence<R...>) {
+  return {&micro_kernel_avx512<static_cast<int>(R) + 1, kDirectA>...};
+}
+template <bool kDirectA, std::size_t... R>
+constexpr MicroKernels avx2_kernels(std::index_sequence<R...>) {
+  return {&micro_kernel_avx2<static_cast<int>(R) + 1, kDirectA>...};
+}
+template <bool kDirectA, std::size_t... R>
+constexpr MicroKernels portable_kernels(std::index_sequence<R...>) {
+  return {&micro_kernel_portable<static_cast<int>(R) + 1, kDirectA>...};
+}
+
 struct Kernel {
-  MicroKernel packed_a, direct_a;
+  MicroKernels packed_a, direct_a;
   int64_t MR, NR;
   int vector_width;
   const char* name;
 };
 
-const Kernel kAvx512{micro_kernel_avx512<false>, micro_kernel_avx512<true>, 12, 32, 16, "avx512"};
-const Kernel kAvx2{micro_kernel_avx2<false>, micro_kernel_avx2<true>, 6, 16, 8, "avx2-fma"};
-const Kernel kPortable{micro_kernel_portable<false>, micro_kernel_portable<true>, 6, 16, 1, "portable"};
+const Kernel kAvx512{avx512_kernels<false>(std::make_index_sequence<12>()),
+                     avx512_kernels<true>(std::make_index_sequence<12>()), 12, 32, 16, "avx512"};
+const Kernel kAvx2{avx2_kernels<false>(std::make_index_sequence<6>()), avx2_kernels<true>(std::make_index_sequence<6>()),
+                   6, 16, 8, "avx2-fma"};
+const Kernel kPortable{portable_kernels<false>(std::make_index_sequence<6>()),
+                       portable_kernels<true>(std::make_index_sequence<6>()), 6, 16, 1, "portable"};
 
 const Kernel& active_kernel() {
   if (g_force_portable) return kPortable;
@@ -248,8 +270,8 @@ struct GrowableBuffer {
 GrowableBuffer g_packed_b;  // shared by the team: one K block of all of op(B), packed once per call
 
 // Runs the micro-kernels of rows [i0, i0+mc) x columns [j0, j0+nc) against the shared packed B
-// (slivers of NR columns, each kc x NR). A full MR-row sliver of a non-transposed A is read in
-// place; a transposed A, and the last partial sliver, are packed first into `a_scratch`.
+// (slivers of NR columns, each kc x NR). A non-transposed A is read in place; a transposed A is
+// packed first into `a_scratch`. The last sliver runs the kernel for just its rows.
 void multiply_block(const Kernel& kernel, bool trans_a, const float* A, int64_t lda, int64_t p0, const float* packed_b,
                     int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C, int64_t ldc, bool load_c,
                     float* a_scratch) {
@@ -257,22 +279,21 @@ void multiply_block(const Kernel& kernel, bool trans_a, const float* A, int64_t 
   alignas(64) float edge[kMaxTile];
   for (int64_t ir = 0; ir < mc; ir += MR) {
     const int64_t rows = std::min(MR, mc - ir);
-    const bool direct = !trans_a && rows == MR;
     const float* a = A + (i0 + ir) * lda + p0;
-    if (!direct) {
+    if (trans_a) {
       pack_a(MR, trans_a, A, lda, i0 + ir, rows, p0, kc, a_scratch);
       a = a_scratch;
     }
-    const MicroKernel micro = direct ? kernel.direct_a : kernel.packed_a;
+    const MicroKernel micro = (trans_a ? kernel.packed_a : kernel.direct_a)[rows - 1];
     for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
       const int64_t cols = std::min(NR, j0 + nc - jr);
       const float* b = packed_b + (jr / NR) * NR * kc;
       float* c = C + (i0 + ir) * ldc + jr;
-      if (rows == MR && cols == NR) {
+      if (cols == NR) {
         micro(kc, a, lda, b, c, ldc, load_c);
         continue;
       }
-      // Edge tile: run the full kernel on a local copy, write back only the valid part.
+      // Edge tile: run the kernel on a local copy of full width, write back only the valid part.
       if (load_c)
         for (int64_t r = 0; r < rows; ++r) std::memcpy(edge + r * NR, c + r * ldc, cols * sizeof(float));
       micro(kc, a, lda, b, edge, NR, load_c);

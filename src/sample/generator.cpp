@@ -59,15 +59,7 @@ void head_attention(const float* qkv, const float* keys, const float* values, in
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t visible = start + q0 + i + 1;
     float* row = scores + i * total;
-    if (!batched) {
-      const float* q = q_rows + i * 3 * C;
-      for (int64_t j = 0; j < visible; ++j) {
-        const float* k = keys + j * C + h * hs;
-        float dot = 0.0f;
-        for (int64_t d = 0; d < hs; ++d) dot += q[d] * k[d];
-        row[j] = dot;
-      }
-    }
+    if (!batched) row_times_transposed_serial(visible, hs, q_rows + i * 3 * C, keys + h * hs, C, row, false);
     softmax_row(row, visible, scale);
     for (int64_t j = visible; j < total; ++j) row[j] = 0.0f;
     if (!batched) {
