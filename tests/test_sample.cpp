@@ -80,8 +80,9 @@ void expect_same_trace(const Trace& a, const Trace& b) {
       ASSERT_NEAR(a.logits[t][v], b.logits[t][v], 1e-5) << "token " << t << " logit " << v;
 }
 
-void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature) {
-  auto model = random_model();
+void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature,
+                            int64_t block_size = 8) {
+  auto model = random_model(block_size);
   std::vector<int32_t> prompt;
   for (int64_t i = 0; i < prompt_length; ++i) prompt.push_back(static_cast<int32_t>((i * 5 + 3) % 13));
   GenerationSettings s;
@@ -114,6 +115,33 @@ TEST(KvCache, ShiftModeMatchesRecomputationOverItsWindows) {
   expect_same_generation(2, 40, 4, 1.0);
   expect_same_generation(8, 25, 1, 0.0);
   expect_same_generation(5, 25, 8, 1.0);  // shift = block_size: restart from the new token
+}
+
+TEST(KvCache, WindowsOfManyRowsMatchRecomputation) {
+  // 40-token windows: the generator splits these steps by rows instead of output columns.
+  expect_same_generation(25, 30, 0, 1.0, 40);
+  expect_same_generation(40, 10, 8, 0.0, 40);
+}
+
+TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
+  auto model = random_model(40);
+  GenerationSettings s;
+  s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
+  s.sampling = {1.0, 0, 1.0};
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
+  const int saved = omp_get_max_threads();
+  std::vector<Trace> runs;
+  for (int threads : {1, 2, 3}) {
+    omp_set_num_threads(threads);
+    Rng rng(17);
+    runs.push_back(generate_cached(*model, prompt, s, rng));
+  }
+  omp_set_num_threads(saved);
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].tokens, runs[0].tokens);
+    EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
+  }
 }
 
 TEST(KvCache, ShiftWindowsAreAsDocumented) {

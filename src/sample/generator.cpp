@@ -15,6 +15,9 @@ namespace gpt {
 namespace {
 
 constexpr int64_t kDotGranule = 8;  // the dot-product path computes 8 outputs together
+// From this many rows on, threads split a step by rows rather than by output columns. A constant
+// (not a function of the thread count), so which arithmetic a row gets never depends on it.
+constexpr int64_t kRowSplitMin = 16;
 
 struct Range {
   int64_t begin, end;
@@ -42,6 +45,16 @@ Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMat
   else
     gemm_prepacked_columns(rows, x, K, packed, cols.begin, cols.end, y, N, bias != nullptr);
   return cols;
+}
+
+// This thread's rows [own.begin, own.end) of y[rows, N] = x[rows, K] W^T + b (b may be null) on
+// the prepacked GEMM: the same bits as team_linear() gives those rows.
+void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+  const int64_t N = w.shape[0], K = w.shape[1];
+  if (own.size() == 0) return;
+  if (bias)
+    for (int64_t r = own.begin; r < own.end; ++r) std::memcpy(y + r * N, bias, N * sizeof(float));
+  gemm_prepacked_columns(own.size(), x + own.begin * K, K, packed, 0, N, y + own.begin * N, N, bias != nullptr);
 }
 
 // One head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at positions
@@ -159,6 +172,7 @@ void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool
   const int64_t C = c.n_embd, H = c.n_head, hs = C / H, start = length_, total = b.total;
   const int64_t L = c.n_layer;
   const Tensor wte = model_.wte(), wpe = model_.wpe();
+  const Tensor ln_f_w = model_.ln_f_w(), ln_f_b = model_.ln_f_b();
 
 #pragma omp parallel num_threads(static_cast<int>(b.threads))
   {
@@ -168,22 +182,36 @@ void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool
     float* rstd = mean + b.rows;
     float* scratch_scores = b.scores + t * n * total;
 
-    const Range emb_cols = my_share(C, kDotGranule);
-    for (int64_t r = 0; r < b.rows; ++r) {
+    // Two ways to share a step. Many rows (a prompt, a re-encoded window, a batch): each thread
+    // takes whole rows through layernorm, the products, GELU and the residual adds, and the
+    // threads meet only where attention needs every row's keys and values. Few rows (one token):
+    // each thread takes output columns of every product, and each normalises all rows itself.
+    auto by_rows = [](int64_t rows) { return rows >= kRowSplitMin; };
+
+    const Range emb_rows = my_share(b.rows, 1);
+    for (int64_t r = emb_rows.begin; r < emb_rows.end; ++r) {
       const float* token = wte.data + static_cast<int64_t>(tokens[r]) * C;
       const float* position = wpe.data + (start + r % n) * C;
-      for (int64_t j = emb_cols.begin; j < emb_cols.end; ++j) b.x[r * C + j] = token[j] + position[j];
+      for (int64_t j = 0; j < C; ++j) b.x[r * C + j] = token[j] + position[j];
     }
+    if (!by_rows(b.rows)) {
 #pragma omp barrier
+    }
 
     float* x = b.x;
     int64_t rows = b.rows;
     for (int64_t l = 0; l < L; ++l) {
       const Gpt::BlockParams w = model_.block(l);
       const PackedWeights& wp = packed_[static_cast<std::size_t>(l)];
-      // Every thread normalises all rows itself (cheap) instead of waiting for a shared copy.
-      detail::layernorm_forward(x, w.ln_1_w.data, w.ln_1_b.data, normed, mean, rstd, rows, C);
-      team_linear(normed, rows, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
+      if (by_rows(rows)) {
+        const Range own = my_share(rows, 1);
+        detail::layernorm_forward(x + own.begin * C, w.ln_1_w.data, w.ln_1_b.data, normed + own.begin * C, mean, rstd,
+                                  own.size(), C);
+        rows_linear(normed, own, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
+      } else {
+        detail::layernorm_forward(x, w.ln_1_w.data, w.ln_1_b.data, normed, mean, rstd, rows, C);
+        team_linear(normed, rows, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
+      }
 #pragma omp barrier
 
       const bool trim = last_rows_only && l == L - 1 && n > 1;
@@ -203,15 +231,31 @@ void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool
       }
 #pragma omp barrier
 
-      // x + c_proj(attention), then x + mlp(ln_2(x)), each thread on its own columns. When only
-      // the last rows go on, the residual stream is gathered into x_last on the way.
+      // x + c_proj(attention), then x + mlp(ln_2(x)). When only the last rows go on, the residual
+      // stream is gathered into x_last on the way.
       const int64_t out_rows = batch_ * nq;
       float* x_out = trim ? b.x_last : x;
-      Range cols = team_linear(b.attended, out_rows, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
-      for (int64_t r = 0; r < out_rows; ++r) {
-        const int64_t source = trim ? r * n + n - 1 : r;
-        for (int64_t j = cols.begin; j < cols.end; ++j) x_out[r * C + j] = x[source * C + j] + b.projected[r * C + j];
+      auto residual_source = [&](int64_t r) { return trim ? r * n + n - 1 : r; };
+      if (by_rows(out_rows)) {
+        const Range own = my_share(out_rows, 1);
+        rows_linear(b.attended, own, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
+        for (int64_t r = own.begin; r < own.end; ++r)
+          for (int64_t j = 0; j < C; ++j) x_out[r * C + j] = x[residual_source(r) * C + j] + b.projected[r * C + j];
+        detail::layernorm_forward(x_out + own.begin * C, w.ln_2_w.data, w.ln_2_b.data, normed + own.begin * C, mean, rstd,
+                                  own.size(), C);
+        rows_linear(normed, own, w.c_fc_w, wp.c_fc, w.c_fc_b.data, b.hidden);
+        detail::gelu_forward(b.hidden + own.begin * 4 * C, b.activated + own.begin * 4 * C, own.size() * 4 * C);
+        rows_linear(b.activated, own, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b.data, b.projected);
+        for (int64_t r = own.begin; r < own.end; ++r)
+          for (int64_t j = 0; j < C; ++j) x_out[r * C + j] = x_out[r * C + j] + b.projected[r * C + j];
+        x = x_out;
+        rows = out_rows;
+        continue;  // the next layer reads only this thread's rows before its barrier
       }
+      Range cols = team_linear(b.attended, out_rows, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
+      for (int64_t r = 0; r < out_rows; ++r)
+        for (int64_t j = cols.begin; j < cols.end; ++j)
+          x_out[r * C + j] = x[residual_source(r) * C + j] + b.projected[r * C + j];
       x = x_out;
       rows = out_rows;
 #pragma omp barrier
@@ -227,8 +271,15 @@ void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool
         for (int64_t j = cols.begin; j < cols.end; ++j) x[r * C + j] = x[r * C + j] + b.projected[r * C + j];
 #pragma omp barrier
     }
-    detail::layernorm_forward(x, model_.ln_f_w().data, model_.ln_f_b().data, normed, mean, rstd, rows, C);
-    team_linear(normed, rows, wte, lm_head_, nullptr, b.logits);
+    if (by_rows(rows)) {
+      const Range own = my_share(rows, 1);
+      detail::layernorm_forward(x + own.begin * C, ln_f_w.data, ln_f_b.data, normed + own.begin * C, mean, rstd,
+                                own.size(), C);
+      rows_linear(normed, own, wte, lm_head_, nullptr, b.logits);
+    } else {
+      detail::layernorm_forward(x, ln_f_w.data, ln_f_b.data, normed, mean, rstd, rows, C);
+      team_linear(normed, rows, wte, lm_head_, nullptr, b.logits);
+    }
   }
 }
 
