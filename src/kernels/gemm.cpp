@@ -268,23 +268,21 @@ struct GrowableBuffer {
   }
 };
 GrowableBuffer g_packed_b;  // shared by the team: one K block of all of op(B), packed once per call
+GrowableBuffer g_packed_a;  // likewise for a transposed A
 
 // Runs the micro-kernels of rows [i0, i0+mc) x columns [j0, j0+nc) against the shared packed B
-// (slivers of NR columns, each kc x NR). A non-transposed A is read in place; a transposed A is
-// packed first into `a_scratch`. The last sliver runs the kernel for just its rows.
-void multiply_block(const Kernel& kernel, bool trans_a, const float* A, int64_t lda, int64_t p0, const float* packed_b,
-                    int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C, int64_t ldc, bool load_c,
-                    float* a_scratch) {
+// (slivers of NR columns, each kc x NR). A non-transposed A is read in place (packed_a null); a
+// transposed one comes packed for the whole K block (MR-row slivers, each kc x MR). The last
+// sliver runs the kernel for just its rows.
+void multiply_block(const Kernel& kernel, const float* A, int64_t lda, int64_t p0, const float* packed_a,
+                    const float* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C,
+                    int64_t ldc, bool load_c) {
   const int64_t MR = kernel.MR, NR = kernel.NR;
   alignas(64) float edge[kMaxTile];
   for (int64_t ir = 0; ir < mc; ir += MR) {
     const int64_t rows = std::min(MR, mc - ir);
-    const float* a = A + (i0 + ir) * lda + p0;
-    if (trans_a) {
-      pack_a(MR, trans_a, A, lda, i0 + ir, rows, p0, kc, a_scratch);
-      a = a_scratch;
-    }
-    const MicroKernel micro = (trans_a ? kernel.packed_a : kernel.direct_a)[rows - 1];
+    const float* a = packed_a ? packed_a + (i0 + ir) / MR * MR * kc : A + (i0 + ir) * lda + p0;
+    const MicroKernel micro = (packed_a ? kernel.packed_a : kernel.direct_a)[rows - 1];
     for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
       const int64_t cols = std::min(NR, j0 + nc - jr);
       const float* b = packed_b + (jr / NR) * NR * kc;
@@ -315,9 +313,10 @@ namespace {
 void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
                   int64_t lda, const float* B, int64_t ldb, const float* prepacked, float* C, int64_t ldc, bool accumulate) {
   // Work items: MC-row blocks times column chunks (a multiple of NR), enough of them to balance
-  // the threads. Each item packs its own A block; op(B) is packed once per K block, shared.
-  const int64_t NR = kernel.NR;
+  // the threads. op(B), and a transposed A, are packed once per K block and shared by the items.
+  const int64_t NR = kernel.NR, MR = kernel.MR;
   const int64_t slivers = (N + NR - 1) / NR;
+  const int64_t slivers_a = trans_a ? (M + MR - 1) / MR : 0;
   const int64_t blocks_m = (M + MC - 1) / MC;
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   // At least 4 items per thread and a multiple of the thread count where the columns allow it,
@@ -328,28 +327,35 @@ void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, i
   chunks_n = (slivers + chunk_slivers - 1) / chunk_slivers;
   const int64_t items = blocks_m * chunks_n;
   const bool parallel = items > 1 && M * N * K >= (1 << 18) && threads > 1;
-  thread_local GrowableBuffer packed_a;      // per thread
-  thread_local GrowableBuffer own_packed_b;  // used when called inside an enclosing parallel region
+  // Inside an enclosing parallel region each thread runs its own product: its own buffers.
+  thread_local GrowableBuffer own_packed_a, own_packed_b;
   float* packed_b = prepacked ? nullptr
                               : (omp_in_parallel() ? own_packed_b : g_packed_b)
                                     .get(static_cast<std::size_t>(slivers * NR * std::min(K, KC)));
+  float* packed_a = trans_a ? (omp_in_parallel() ? own_packed_a : g_packed_a)
+                                  .get(static_cast<std::size_t>(slivers_a * MR * std::min(K, KC)))
+                            : nullptr;
   for (int64_t p0 = 0; p0 < K; p0 += KC) {
     const int64_t kc = std::min(KC, K - p0);
     const bool load_c = accumulate || p0 > 0;
     const float* block_b = prepacked ? prepacked + p0 * slivers * NR : packed_b;
 #pragma omp parallel if (parallel)
     {
-      if (!prepacked) {
+      const int64_t pack_b_items = prepacked ? 0 : slivers;
 #pragma omp for schedule(static)
-        for (int64_t s = 0; s < slivers; ++s)
+      for (int64_t s = 0; s < pack_b_items + slivers_a; ++s) {
+        if (s < pack_b_items) {
           pack_b_sliver(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), packed_b + s * NR * kc);
+        } else {
+          const int64_t i = (s - pack_b_items) * MR;
+          pack_a(MR, true, A, lda, i, std::min(MR, M - i), p0, kc, packed_a + i * kc);
+        }
       }
-      float* a_scratch = packed_a.get(static_cast<std::size_t>(kMaxMR * KC));  // one MR x KC sliver
 #pragma omp for schedule(static)
       for (int64_t item = 0; item < items; ++item) {
         const int64_t i0 = (item / chunks_n) * MC, mc = std::min(MC, M - i0);
         const int64_t j0 = (item % chunks_n) * chunk_slivers * NR, nc = std::min(chunk_slivers * NR, N - j0);
-        multiply_block(kernel, trans_a, A, lda, p0, block_b, kc, i0, mc, j0, nc, C, ldc, load_c, a_scratch);
+        multiply_block(kernel, A, lda, p0, packed_a, block_b, kc, i0, mc, j0, nc, C, ldc, load_c);
       }
     }
   }
@@ -406,15 +412,13 @@ void gemm_prepacked_columns(int64_t M, const float* A, int64_t lda, const Packed
       for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc + column_begin, 0, (column_end - column_begin) * sizeof(float));
     return;
   }
-  thread_local GrowableBuffer packed_a;
-  float* a_scratch = packed_a.get(static_cast<std::size_t>(kMaxMR * KC));
   const int64_t slivers = (B.N() + B.nr() - 1) / B.nr();
   for (int64_t p0 = 0; p0 < B.K(); p0 += KC) {
     const int64_t kc = std::min(KC, B.K() - p0);
     // Row blocks of MC as gemm_blocked makes them, so partial slivers fall where they do there.
     for (int64_t i0 = 0; i0 < M; i0 += MC)
-      multiply_block(kernel, false, A, lda, p0, B.data() + p0 * slivers * B.nr(), kc, i0, std::min(MC, M - i0),
-                     column_begin, column_end - column_begin, C, ldc, accumulate || p0 > 0, a_scratch);
+      multiply_block(kernel, A, lda, p0, nullptr, B.data() + p0 * slivers * B.nr(), kc, i0, std::min(MC, M - i0),
+                     column_begin, column_end - column_begin, C, ldc, accumulate || p0 > 0);
   }
 }
 
