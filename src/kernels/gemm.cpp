@@ -339,11 +339,13 @@ void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, i
     const int64_t kc = std::min(KC, K - p0);
     const bool load_c = accumulate || p0 > 0;
     const float* block_b = prepacked ? prepacked + p0 * slivers * NR : packed_b;
-#pragma omp parallel if (parallel)
-    {
+    // The work of one K block, this thread's contiguous share of each loop. No worksharing
+    // constructs: the serial case may run inside a caller's parallel loop (attention), where an
+    // orphaned `omp for` would bind to the caller's team.
+    auto k_block = [&](int64_t thread, int64_t team) {
       const int64_t pack_b_items = prepacked ? 0 : slivers;
-#pragma omp for schedule(static)
-      for (int64_t s = 0; s < pack_b_items + slivers_a; ++s) {
+      const int64_t packs = pack_b_items + slivers_a;
+      for (int64_t s = packs * thread / team; s < packs * (thread + 1) / team; ++s) {
         if (s < pack_b_items) {
           pack_b_sliver(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), packed_b + s * NR * kc);
         } else {
@@ -351,12 +353,22 @@ void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, i
           pack_a(MR, true, A, lda, i, std::min(MR, M - i), p0, kc, packed_a + i * kc);
         }
       }
-#pragma omp for schedule(static)
-      for (int64_t item = 0; item < items; ++item) {
+      if (team > 1) {
+#pragma omp barrier
+      }
+      for (int64_t item = items * thread / team; item < items * (thread + 1) / team; ++item) {
         const int64_t i0 = (item / chunks_n) * MC, mc = std::min(MC, M - i0);
         const int64_t j0 = (item % chunks_n) * chunk_slivers * NR, nc = std::min(chunk_slivers * NR, N - j0);
         multiply_block(kernel, A, lda, p0, packed_a, block_b, kc, i0, mc, j0, nc, C, ldc, load_c);
       }
+    };
+    // Small products (attention's, each inside the caller's own parallel loop) skip the cost of
+    // opening a parallel region.
+    if (parallel) {
+#pragma omp parallel
+      k_block(omp_get_thread_num(), omp_get_num_threads());
+    } else {
+      k_block(0, 1);
     }
   }
 }
