@@ -13,6 +13,12 @@ float* Tensor::grad_accumulator() const {
   return grad_slot->data;
 }
 
+float* Tensor::grad_to_overwrite() const {
+  GPT_CHECK(grad_slot && grad_slot->pool && !grad_slot->data, "grad_to_overwrite needs a pooled, still empty gradient");
+  grad_slot->data = grad_slot->pool->acquire(grad_slot->count);
+  return grad_slot->data;
+}
+
 float* BufferPool::acquire(std::size_t count) {
   for (std::size_t i = 0; i < free_.size(); ++i) {
     if (free_[i].count != count) continue;

@@ -36,6 +36,9 @@ struct Tensor {
   // The buffer to accumulate (+=) this tensor's gradient into, zeroed when first handed out;
   // null when no gradient is wanted. Call it outside parallel regions (it may allocate).
   float* grad_accumulator() const;
+  // For a backward that writes every element of this tensor's gradient while none has arrived
+  // yet (grad() is null, the slot is pooled): the buffer, uninitialised, saving the zeroing.
+  float* grad_to_overwrite() const;
   Tensor reshaped(Shape new_shape) const {
     GPT_CHECK(new_shape.numel() == shape.numel(), "reshape " + shape.str() + " -> " + new_shape.str());
     return Tensor{data, grad_slot, new_shape};

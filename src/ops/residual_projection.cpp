@@ -66,8 +66,8 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       // d(GELU(x)) = dy W, then through GELU'. When x has no gradient yet (the MLP's hidden layer
       // feeds only this op), that product is computed in x's own gradient buffer, which takes the
       // place GELU(x) just gave back: one hidden-sized buffer alive here instead of two.
-      if (!x.grad()) {
-        float* dx = x.grad_accumulator();
+      if (!x.grad() && x.grad_slot->pool) {
+        float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false);
         detail::gelu_backward_in_place(x.data, dx, n_in);
         return;

@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "kernels/fast_math.h"
-#include <vector>
 
 namespace gpt {
 
@@ -21,6 +21,20 @@ GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v,
     const float denom = std::sqrt(v[k]) / bc2_sqrt + eps;
     p[k] += -step_size * (m[k] / denom);
   }
+}
+
+// Sum of squares in 8 double lanes (element k into lane k % 8), lanes added in order: the loop
+// vectorises and the result is the same on every ISA.
+GPT_VECTOR_CLONES double sum_of_squares(const float* g, int64_t n) {
+  constexpr int kLanes = 8;
+  double lanes[kLanes] = {};
+  int64_t k = 0;
+  for (; k + kLanes <= n; k += kLanes)
+    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(g[k + l]) * static_cast<double>(g[k + l]);
+  for (int l = 0; k + l < n; ++l) lanes[l] += static_cast<double>(g[k + l]) * static_cast<double>(g[k + l]);
+  double s = 0.0;
+  for (double lane : lanes) s += lane;
+  return s;
 }
 
 }  // namespace
@@ -59,15 +73,12 @@ double clip_grad_norm(ParamStore& params, double max_norm) {
   constexpr int64_t kChunk = 1 << 14;
   const auto total = static_cast<int64_t>(params.padded_floats());  // padding is always zero
   const int64_t chunks = (total + kChunk - 1) / kChunk;
-  std::vector<double> partial(static_cast<std::size_t>(chunks));
+  thread_local std::vector<double> partial;  // grows once: no allocation per step
+  partial.resize(static_cast<std::size_t>(chunks));
+  double* sums = partial.data();
   const float* g = params.grad();
 #pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) {
-    double s = 0.0;
-    const int64_t end = std::min(total, (c + 1) * kChunk);
-    for (int64_t k = c * kChunk; k < end; ++k) s += static_cast<double>(g[k]) * g[k];
-    partial[c] = s;
-  }
+  for (int64_t c = 0; c < chunks; ++c) sums[c] = sum_of_squares(g + c * kChunk, std::min(kChunk, total - c * kChunk));
   double sum = 0.0;
   for (double s : partial) sum += s;
   const double norm = std::sqrt(sum);
