@@ -82,6 +82,33 @@ TEST(Gemm, PrepackedMatrixGivesTheSameBits) {
     }
 }
 
+TEST(Gemm, ColumnSharesOfAPrepackedProductGiveItsBits) {
+  // Partial row slivers (M = 7, 13, 64) and a ragged last column sliver (N = 65).
+  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 300}, Case{13, 130, 40}}) {
+    auto A = random_vector(c.M * c.K, 12), B = random_vector(c.K * c.N, 13), C0 = random_vector(c.M * c.N, 14);
+    const PackedMatrix packed(true, c.K, c.N, B.data(), c.K);
+    auto whole = C0;
+    gemm_prepacked(c.M, A.data(), c.K, packed, whole.data(), c.N, true);
+    auto pieces = C0;
+    for (int64_t j = 0; j < c.N; j += 2 * packed.nr())
+      gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N, true);
+    ASSERT_EQ(pieces, whole) << c.M << "x" << c.N << "x" << c.K;
+  }
+}
+
+TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemm) {
+  for (const Case c : {Case{1, 65, 128}, Case{1, 384, 37}, Case{1, 9, 3}}) {
+    auto a = random_vector(c.K, 15), B = random_vector(c.N * c.K, 16), C0 = random_vector(c.N, 17);
+    const auto expected = run(false, true, c, a, B, C0, true);
+    auto pieces = C0;
+    for (int64_t j = 0; j < c.N; j += 8)  // any split gives the same bits
+      row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K, pieces.data() + j, true);
+    ASSERT_EQ(pieces, expected) << c.N << "x" << c.K;
+    const std::vector<float> zeros(c.N, 0.0f);
+    ASSERT_EQ(run(false, true, c, a, B, zeros, false), run(false, true, c, a, B, zeros, true));
+  }
+}
+
 TEST(Gemm, ResultDoesNotDependOnThreadCount) {
   const Case c{300, 200, 260};
   auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8);
