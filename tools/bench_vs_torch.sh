@@ -46,6 +46,11 @@ for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
   mfu=$(echo "$ours" | json "['mfu']*100")
   echo "| $name training tokens/s (median; gpt MFU $(printf %.0f "$mfu")% of ${peak%.*} GFLOP/s; PyTorch $(echo "$theirs" | json "['threads']") thread(s)) | $(printf %.0f "$o_tps") | $(printf %.0f "$t_tps") | $(ratio "$o_tps/$t_tps") |"
   echo "| $name peak RSS MiB | $(printf %.0f "$o_rss") | $(printf %.0f "$t_rss") | $(ratio "$o_rss/$t_rss") |"
+  if [[ $name == shakespeare_char ]]; then
+    one=$($gpt bench --config "configs/$name.json" --iters "$iters" --warmup 1 --json --peak_gflops "$peak" --threads 1)
+    o1_tps=$(echo "$one" | json "['tokens_per_s']")
+    echo "| $name training tokens/s, gpt on 2 threads against gpt on 1 thread | $(printf %.0f "$o_tps") | $(printf %.0f "$o1_tps") (gpt, 1 thread) | $(ratio "$o_tps/$o1_tps") |"
+  fi
 done
 
 ckpt=$work/sample_model
