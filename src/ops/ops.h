@@ -1,7 +1,9 @@
 // The closed list of differentiable ops. Each op lives in one file of this folder with its
 // forward kernel, its backward kernel right below, and the wrapper declared here that checks
 // shapes, takes its output from the Graph's arena and records its backward on the tape.
-// Backward kernels accumulate (+=) into every gradient that is not null.
+// Backward kernels accumulate (+=) into every gradient that is not null. The fused block ops
+// (token_position_embedding, layernorm_linear, residual_projection) call the kernels of the ops
+// they fuse through op_kernels.h, and are tested to give exactly their compositions' numbers.
 //
 // Shapes: tensors are contiguous row-major; "rows" means all leading dimensions flattened.
 // An absent optional tensor (bias) is a default-constructed Tensor (data == nullptr).
