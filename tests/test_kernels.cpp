@@ -1,5 +1,5 @@
-// The small vector kernels: softmax rows (against double precision, and the causal-width form
-// bit for bit against the plain one) and fixed-lane sums.
+// The small vector kernels: softmax rows (against double precision, and a causal row wider than
+// its values bit for bit against the row of just its values) and fixed-lane sums.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -26,7 +26,7 @@ TEST(SoftmaxRow, MatchesDoublePrecision) {
     std::vector<float> row = random_row(n, static_cast<uint64_t>(n), 4.0f);
     const std::vector<float> x = row;
     const float scale = 0.37f;
-    softmax_row(row.data(), n, scale);
+    softmax_row(row.data(), n, n, scale);
     double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
     for (float v : x) max = std::max(max, double(v) * scale);
     for (float v : x) sum += std::exp(double(v) * scale - max);
@@ -34,14 +34,14 @@ TEST(SoftmaxRow, MatchesDoublePrecision) {
   }
 }
 
-TEST(SoftmaxRow, InWidthIsThePlainSoftmaxThenZeros) {
+TEST(SoftmaxRow, WiderRowIsTheSoftmaxOfItsFirstValuesThenZeros) {
   for (int64_t n = 1; n <= 70; ++n)
     for (int64_t width : {n, n + 1, n + 15, (n + 15) / 16 * 16, n + 33}) {
       std::vector<float> plain = random_row(width, static_cast<uint64_t>(1000 + n), 3.0f);
       std::vector<float> wide = plain;
-      softmax_row(plain.data(), n, 0.5f);
+      softmax_row(plain.data(), n, n, 0.5f);
       for (int64_t j = n; j < width; ++j) plain[j] = 0.0f;
-      softmax_row_in_width(wide.data(), n, width, 0.5f);
+      softmax_row(wide.data(), n, width, 0.5f);
       ASSERT_EQ(wide, plain) << "n " << n << " width " << width;
     }
 }
@@ -58,7 +58,8 @@ TEST(LaneSum, IsAccurateAndUsesTheDocumentedOrder) {
   for (int w = 8; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
   EXPECT_EQ(sum, lanes[0]);
-  EXPECT_EQ(lane_max(x.data(), static_cast<int64_t>(x.size())), *std::max_element(x.begin(), x.end()));
+  EXPECT_EQ(lane_max(static_cast<int64_t>(x.size()), [&](int64_t j) { return x[j]; }),
+            *std::max_element(x.begin(), x.end()));
 }
 
 }  // namespace

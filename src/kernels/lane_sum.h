@@ -28,14 +28,21 @@ inline float lane_sum(int64_t n, Term term) {
   return combine_lanes(lanes);
 }
 
-// max over j < n of x[j] (n >= 1).
-inline float lane_max(const float* x, int64_t n) {
+// max over j < n of term(j) (n >= 1).
+template <typename Term>
+inline float lane_max(int64_t n, Term term) {
   float lanes[kSumLanes];
-  for (int l = 0; l < kSumLanes; ++l) lanes[l] = x[0];
+  for (int l = 0; l < kSumLanes; ++l) lanes[l] = term(0);
   int64_t j = 0;
   for (; j + kSumLanes <= n; j += kSumLanes)
-    for (int l = 0; l < kSumLanes; ++l) lanes[l] = x[j + l] > lanes[l] ? x[j + l] : lanes[l];
-  for (int l = 0; j + l < n; ++l) lanes[l] = x[j + l] > lanes[l] ? x[j + l] : lanes[l];
+    for (int l = 0; l < kSumLanes; ++l) {
+      const float x = term(j + l);
+      lanes[l] = x > lanes[l] ? x : lanes[l];
+    }
+  for (int l = 0; j + l < n; ++l) {
+    const float x = term(j + l);
+    lanes[l] = x > lanes[l] ? x : lanes[l];
+  }
   for (int width = kSumLanes / 2; width >= 1; width /= 2)
     for (int l = 0; l < width; ++l) lanes[l] = lanes[l + width] > lanes[l] ? lanes[l + width] : lanes[l];
   return lanes[0];

@@ -1,5 +1,5 @@
-// In-place softmax of one row of scores times `scale`: the inner step of attention and of the
-// softmax op. The max is subtracted first so exp never overflows; exp is fast_exp, in loops that
+// In-place softmax of one row of scores times `scale`: the inner step of attention (training and
+// sampling; the softmax op keeps its own loop, which also handles fully masked rows). The max is subtracted first so exp never overflows; exp is fast_exp, in loops that
 // vectorise; the max and the sum run in fixed lanes (kernels/lane_sum.h), so results do not
 // depend on the code path.
 #pragma once
@@ -8,10 +8,9 @@
 
 namespace gpt {
 
-// row[0 .. n) <- softmax(scale * row[0 .. n)); n >= 1, scale > 0.
-void softmax_row(float* row, int64_t n, float scale);
-// The same for the first n of `width` values (n <= width), row[n .. width) <- 0: a causal row.
-// The same bits as softmax_row(row, n, scale); faster when width is a multiple of 16.
-void softmax_row_in_width(float* row, int64_t n, int64_t width, float scale);
+// row[0 .. n) <- softmax(scale * row[0 .. n)) and row[n .. width) <- 0 (a causal row: the keys
+// after the query are masked); 1 <= n <= width, scale > 0. The bits of row[0 .. n) do not depend
+// on width; a width that is a multiple of 16 runs on whole vectors.
+void softmax_row(float* row, int64_t n, int64_t width, float scale);
 
 }  // namespace gpt

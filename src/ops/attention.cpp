@@ -43,7 +43,7 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
   gemm(false, true, i1 - i0, i1, d.hs, q + i0 * C3, C3, k, C3, probs, T, false);
   for (int64_t i = i0; i < i1; ++i) {
     float* row = probs + (i - i0) * T;
-    softmax_row_in_width(row, i + 1, i1, scale);
+    softmax_row(row, i + 1, i1, scale);
     if (mask.active) {
       float* drow = dropped + (i - i0) * T;
       const int64_t base = (bh * T + i) * T;

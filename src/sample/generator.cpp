@@ -73,7 +73,7 @@ void head_attention(const float* qkv, const float* keys, const float* values, in
     const int64_t visible = start + q0 + i + 1;
     float* row = scores + i * total;
     if (!batched) row_times_transposed_serial(visible, hs, q_rows + i * 3 * C, keys + h * hs, C, row, false);
-    softmax_row_in_width(row, visible, total, scale);
+    softmax_row(row, visible, total, scale);
     if (!batched) {
       float* o = out + i * C + h * hs;
       for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
