@@ -32,29 +32,34 @@ Range my_share(int64_t count, int64_t granule) {
   return {std::min(count, units * t / threads * granule), std::min(count, units * (t + 1) / threads * granule)};
 }
 
-// This thread's columns of y[rows, N] = x[rows, K] W^T + b (b may be null): dot products for one
-// row, the prepacked GEMM for several (the same arithmetic as linear() and gemm_prepacked()).
-Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+// Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null). A step of a single
+// row takes the dot-product path, any other the prepacked GEMM: the arithmetic of linear() and
+// gemm_prepacked(), whichever thread computes the tile.
+void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, const Tensor& w, const PackedMatrix& packed,
+                 const float* bias, float* y) {
   const int64_t N = w.shape[0], K = w.shape[1];
-  const Range cols = rows == 1 ? my_share(N, kDotGranule) : my_share(N, packed.nr());
-  if (cols.size() == 0) return cols;
+  if (rows.size() == 0 || cols.size() == 0) return;
   if (bias)
-    for (int64_t r = 0; r < rows; ++r) std::memcpy(y + r * N + cols.begin, bias + cols.begin, cols.size() * sizeof(float));
-  if (rows == 1)
+    for (int64_t r = rows.begin; r < rows.end; ++r)
+      std::memcpy(y + r * N + cols.begin, bias + cols.begin, cols.size() * sizeof(float));
+  if (single_row_step)
     row_times_transposed_serial(cols.size(), K, x, w.data + cols.begin * K, K, y + cols.begin, bias != nullptr);
   else
-    gemm_prepacked_columns(rows, x, K, packed, cols.begin, cols.end, y, N, bias != nullptr);
+    gemm_prepacked_columns(rows.size(), x + rows.begin * K, K, packed, cols.begin, cols.end, y + rows.begin * N, N,
+                           bias != nullptr);
+}
+
+// This thread's columns of all `rows` rows of y = x W^T + b; returns them.
+Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+  const int64_t N = w.shape[0];
+  const Range cols = rows == 1 ? my_share(N, kDotGranule) : my_share(N, packed.nr());
+  linear_tile(x, {0, rows}, cols, rows == 1, w, packed, bias, y);
   return cols;
 }
 
-// This thread's rows [own.begin, own.end) of y[rows, N] = x[rows, K] W^T + b (b may be null) on
-// the prepacked GEMM: the same bits as team_linear() gives those rows.
+// This thread's rows `own` (of a step of many rows), all columns.
 void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
-  const int64_t N = w.shape[0], K = w.shape[1];
-  if (own.size() == 0) return;
-  if (bias)
-    for (int64_t r = own.begin; r < own.end; ++r) std::memcpy(y + r * N, bias, N * sizeof(float));
-  gemm_prepacked_columns(own.size(), x + own.begin * K, K, packed, 0, N, y + own.begin * N, N, bias != nullptr);
+  linear_tile(x, own, {0, w.shape[0]}, false, w, packed, bias, y);
 }
 
 // One head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at positions
