@@ -2,13 +2,13 @@
 // transpose forms, with and without accumulation; the portable and AVX2 paths bit for bit; and
 // thread-count independence.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <vector>
 
 #include "core/rng.h"
 #include "kernels/gemm.h"
+#include "thread_count.h"
 
 namespace gpt {
 namespace {
@@ -113,13 +113,8 @@ TEST(Gemm, ResultDoesNotDependOnThreadCount) {
   const Case c{300, 200, 260};
   auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8);
   std::vector<float> C0(c.M * c.N, 0.0f);
-  const int saved = omp_get_max_threads();
-  omp_set_num_threads(1);
-  auto one = run(false, true, c, A, B, C0, false);
-  omp_set_num_threads(3);
-  auto three = run(false, true, c, A, B, C0, false);
-  omp_set_num_threads(saved);
-  ASSERT_EQ(one, three);
+  const auto product = [&] { return run(false, true, c, A, B, C0, false); };
+  ASSERT_EQ(testing::on_threads(1, product), testing::on_threads(3, product));
 }
 
 }  // namespace

@@ -1,13 +1,13 @@
 // Sampling: the KV-cached generator against full recomputation (nanoGPT's way) in both context
 // modes, the token sampler's controls, reproducibility.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 
 #include "model/gpt.h"
 #include "ops/ops.h"
 #include "sample/text_generation.h"
+#include "thread_count.h"
 
 namespace gpt {
 namespace {
@@ -130,14 +130,11 @@ TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
   s.sampling = {1.0, 0, 1.0};
   std::vector<int32_t> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
-  const int saved = omp_get_max_threads();
   std::vector<Trace> runs;
   for (int threads : {1, 2, 3}) {
-    omp_set_num_threads(threads);
     Rng rng(17);
-    runs.push_back(generate_cached(*model, prompt, s, rng));
+    runs.push_back(testing::on_threads(threads, [&] { return generate_cached(*model, prompt, s, rng); }));
   }
-  omp_set_num_threads(saved);
   for (std::size_t i = 1; i < runs.size(); ++i) {
     EXPECT_EQ(runs[i].tokens, runs[0].tokens);
     EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
@@ -184,14 +181,10 @@ TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
   GenerationSettings s;
   s.max_new_tokens = 40;
   s.sampling = {0.9, 5, 0.9};
-  const int saved = omp_get_max_threads();
   Rng a(3), b(3), c(4);
-  omp_set_num_threads(1);
-  const auto one = generate_cached(*model, {1}, s, a).tokens;
-  omp_set_num_threads(2);
-  const auto two = generate_cached(*model, {1}, s, b).tokens;
-  const auto other_seed = generate_cached(*model, {1}, s, c).tokens;
-  omp_set_num_threads(saved);
+  const auto one = testing::on_threads(1, [&] { return generate_cached(*model, {1}, s, a).tokens; });
+  const auto two = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, b).tokens; });
+  const auto other_seed = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, c).tokens; });
   EXPECT_EQ(one, two);
   EXPECT_NE(one, other_seed);
 }
@@ -201,14 +194,11 @@ TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
   GenerationSettings s;
   s.max_new_tokens = 30;
   s.sampling = {1.0, 0, 1.0};
-  const int saved = omp_get_max_threads();
   std::vector<Rng> streams;
   for (int64_t i = 0; i < 5; ++i) streams.push_back(sample_rng(21, i));
-  omp_set_num_threads(2);
-  const std::vector<Trace> two = generate_batch(*model, {1, 2}, s, streams);
-  omp_set_num_threads(3);
-  const std::vector<Trace> three = generate_batch(*model, {1, 2}, s, streams);
-  omp_set_num_threads(saved);
+  const auto batch = [&] { return generate_batch(*model, {1, 2}, s, streams); };
+  const std::vector<Trace> two = testing::on_threads(2, batch);
+  const std::vector<Trace> three = testing::on_threads(3, batch);
   for (std::size_t i = 0; i < streams.size(); ++i) {
     EXPECT_EQ(two[i].tokens, three[i].tokens) << "sequence " << i;
     EXPECT_EQ(two[i].logits, three[i].logits) << "sequence " << i;  // bit for bit

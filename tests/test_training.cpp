@@ -1,7 +1,6 @@
 // The training loop end to end, in process: loss falls, runs are bit-reproducible for a seed and
 // independent of the thread count, a resumed run continues exactly, checkpoints reload.
 #include <gtest/gtest.h>
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <cmath>
@@ -9,6 +8,7 @@
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "thread_count.h"
 #include "train/evaluate.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
@@ -53,7 +53,7 @@ TEST_F(Training, SameSeedSameLossesBitForBit) {
 }
 
 TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
-  const int saved = omp_get_max_threads();
+  const testing::ThreadCount restore;  // run_training sets the count from c.threads
   TrainConfig c = tiny_config(dir, corpus);
   c.n_embd = 64;   // enough work for the parallel paths to split it
   c.batch_size = 16;
@@ -66,7 +66,6 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   c.threads = 3;
   run_training(c, nullptr);
   const LoggedRun three = read_metrics(c.out_dir);
-  omp_set_num_threads(saved);
   EXPECT_EQ(one.train, two.train);
   EXPECT_EQ(one.train, three.train);
   EXPECT_EQ(one.val, two.val);
