@@ -32,11 +32,11 @@ std::unique_ptr<Gpt> hand_set_model() {
   auto model = std::make_unique<Gpt>(c);
   ParamStore& p = model->params();
   std::fill(p.data(), p.data() + p.padded_floats(), 0.0f);
-  Tensor wpe = model->wpe();
+  Tensor wpe = model->weights().wpe;
   for (int t = 0; t < 8; ++t) wpe.data[t * 16 + t] = 1.0f;
-  const Gpt::BlockParams w = model->block(0);
-  for (int64_t i = 0; i < 16; ++i) w.ln_1_w.data[i] = w.ln_2_w.data[i] = model->ln_f_w().data[i] = 1.0f;
-  float* c_attn = w.c_attn_w.data;  // [48, 16]: rows 0..15 queries, 16..31 keys, 32..47 values
+  const BlockWeights& w = model->weights().blocks[0];
+  for (int64_t i = 0; i < 16; ++i) w.ln_1.weight.data[i] = w.ln_2.weight.data[i] = model->weights().ln_f.weight.data[i] = 1.0f;
+  float* c_attn = w.c_attn.weight.data;  // [48, 16]: rows 0..15 queries, 16..31 keys, 32..47 values
   const float S = 20.0f;
   for (int i = 0; i < 8; ++i) {
     c_attn[i * 16 + (i + 1)] = S;       // head 0 query dim i reads position dim i + 1

@@ -17,16 +17,16 @@ using testing::OwnedTensor;
 // Multi-head attention as H independent heads, each with its own query/key/value projection
 // (slices of c_attn's weight and bias), outputs concatenated and mixed by c_proj: the textbook
 // formulation, from primitive ops only.
-Tensor attention_as_independent_heads(Graph& g, const Tensor& x, const Gpt::BlockParams& w, int64_t n_head) {
+Tensor attention_as_independent_heads(Graph& g, const Tensor& x, const BlockWeights& w, int64_t n_head) {
   const int64_t C = x.shape[-1], hs = C / n_head;
-  Tensor w_t = transpose(g, w.c_attn_w, 0, 1);  // [C, 3C]: columns are output features
+  Tensor w_t = transpose(g, w.c_attn.weight, 0, 1);  // [C, 3C]: columns are output features
   std::vector<int64_t> sizes(3 * n_head, hs);
   std::vector<Tensor> w_heads = split_last(g, w_t, sizes);  // q heads, then k heads, then v heads
   std::vector<Tensor> b_heads;
-  if (defined(w.c_attn_b)) b_heads = split_last(g, w.c_attn_b, sizes);
+  if (defined(w.c_attn.bias)) b_heads = split_last(g, w.c_attn.bias, sizes);
   auto project = [&](int64_t part) {
     Tensor p = matmul(g, x, w_heads[part]);  // [B, T, hs]
-    return defined(w.c_attn_b) ? add(g, p, b_heads[part]) : p;
+    return defined(w.c_attn.bias) ? add(g, p, b_heads[part]) : p;
   };
   std::vector<Tensor> outputs;
   for (int64_t h = 0; h < n_head; ++h) {
@@ -35,7 +35,7 @@ Tensor attention_as_independent_heads(Graph& g, const Tensor& x, const Gpt::Bloc
     Tensor att = softmax(g, causal_mask_fill(g, scores, -INFINITY));
     outputs.push_back(matmul(g, att, v));
   }
-  return linear(g, concat_last(g, outputs), w.attn_proj_w, w.attn_proj_b);
+  return linear(g, concat_last(g, outputs), w.attn_proj.weight, w.attn_proj.bias);
 }
 
 void expect_heads_match(bool bias) {
@@ -48,18 +48,17 @@ void expect_heads_match(bool bias) {
   config.dropout = 0;
   config.bias = bias;
   Gpt model(config);
+  // Every weight drawn here (larger than the init, so attention is far from uniform).
   Rng rng(3);
-  model.init_weights(rng);
-  // Larger weights than the init so attention is far from uniform.
   ParamStore& params = model.params();
   for (int64_t i = 0; i < static_cast<int64_t>(params.padded_floats()); ++i) params.data()[i] = static_cast<float>(rng.normal() * 0.5);
   OwnedTensor x(Shape{2, 7, 12}, rng), upstream(Shape{2, 7, 12}, rng);
-  const Gpt::BlockParams w = model.block(0);
+  const BlockWeights& w = model.weights().blocks[0];
 
   Arena arena;
   Graph g(arena);
-  Tensor fused = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn_w, w.c_attn_b), 3, 0, rng, false), w.attn_proj_w,
-                        w.attn_proj_b);
+  Tensor fused = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false), w.attn_proj.weight,
+                        w.attn_proj.bias);
   std::copy(upstream.data.begin(), upstream.data.end(), fused.grad_accumulator());
   g.run_backward();
   g.reset();
@@ -76,8 +75,8 @@ void expect_heads_match(bool bias) {
   g.reset();
   {
     NoGradGuard no_grad(g);
-    Tensor again = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn_w, w.c_attn_b), 3, 0, rng, false),
-                          w.attn_proj_w, w.attn_proj_b);
+    Tensor again = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false),
+                          w.attn_proj.weight, w.attn_proj.bias);
     for (int64_t i = 0; i < again.numel(); ++i) EXPECT_NEAR(again.data[i], heads_out[i], 1e-5) << "output " << i;
   }
   for (std::size_t i = 0; i < x.grad.size(); ++i) EXPECT_NEAR(x.grad[i], fused_dx[i], 1e-5) << "dx " << i;
@@ -98,7 +97,7 @@ TEST(Gpt, ParameterNamesAndInitFollowNanoGpt) {
   config.bias = true;
   Gpt model(config);
   Rng rng(1);
-  model.init_weights(rng);
+  model.init_weights(rng.next_u64());
   ParamStore& params = model.params();
   EXPECT_EQ(params.slot(0).name, "transformer.wte.weight");
   EXPECT_GE(params.index_of("transformer.h.1.mlp.c_proj.bias"), 0);
@@ -131,7 +130,7 @@ TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
   config.dropout = 0.1f;
   Gpt model(config);
   Rng rng(2);
-  model.init_weights(rng);
+  model.init_weights(rng.next_u64());
   const int64_t B = 8, T = 64;
   std::vector<int32_t> idx(B * T), targets(B * T);
   for (std::size_t i = 0; i < idx.size(); ++i) {

@@ -12,7 +12,8 @@
 
 #include "io/safetensors.h"
 #include "model/gpt.h"
-#include "train/adamw.h"
+#include "train/optimizer.h"
+#include "train/train_config.h"
 #include "train/lr_schedule.h"
 
 namespace gpt {
@@ -75,8 +76,18 @@ void check_parity(const std::string& file_name) {
   params.zero_grad();
 
   // AdamW steps with clipping and the schedule, on the same batch each step.
-  AdamW optimizer(params, {train["beta1"], train["beta2"], 1e-8, train["weight_decay"]});
-  const LrSchedule schedule{train["learning_rate"], train["min_lr"], train["warmup_iters"], train["lr_decay_iters"], true};
+  TrainConfig settings;
+  settings.optimizer = "adamw";
+  settings.beta1 = train["beta1"];
+  settings.beta2 = train["beta2"];
+  settings.weight_decay = train["weight_decay"];
+  settings.learning_rate = train["learning_rate"];
+  settings.min_lr = train["min_lr"];
+  settings.warmup_iters = train["warmup_iters"];
+  settings.lr_decay_iters = train["lr_decay_iters"];
+  settings.decay_lr = true;
+  const std::unique_ptr<Optimizer> optimizer = make_optimizer(settings, params);
+  const LrSchedule schedule = lr_schedule(settings);
   const auto losses = read_tensor(file, "steps.losses");
   const auto norms = read_tensor(file, "steps.grad_norms");
   for (std::size_t step = 0; step < losses.size(); ++step) {
@@ -86,7 +97,7 @@ void check_parity(const std::string& file_name) {
     graph.reset();
     const double norm = clip_grad_norm(params, train["grad_clip"]);
     EXPECT_NEAR(norm, norms[step], 1e-4 * norms[step]) << "gradient norm at step " << step;
-    optimizer.step(schedule.at(static_cast<int64_t>(step)));
+    optimizer->step(schedule.at(static_cast<int64_t>(step)));
     params.zero_grad();
   }
   for (int i = 0; i < params.size(); ++i) {

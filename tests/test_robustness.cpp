@@ -62,7 +62,8 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     if (!std::filesystem::exists(model_path(out))) continue;  // killed before the first save
     LoadedModel loaded = load_model(out);  // throws on a torn file
     std::vector<float> m(loaded.model->params().padded_floats()), v(m.size());
-    const TrainingState state = load_training_state(out, *loaded.model, m.data(), v.data());
+    OptimizerState adamw{"adamw", 0, {{"exp_avg", m.data()}, {"exp_avg_sq", v.data()}}};
+    const TrainingState state = load_training_state(out, *loaded.model, adamw);
     EXPECT_EQ(SafetensorsReader::open(model_path(out)).metadata("iter_num"), std::to_string(state.iter_num));
     ++checked;
   }
@@ -107,7 +108,8 @@ TEST_F(Robustness, FileSizeLimitKeepsThePreviousCheckpoint) {
   EXPECT_EQ(read_whole_file(model_path(out)), before);
   LoadedModel loaded = load_model(out);
   std::vector<float> m(loaded.model->params().padded_floats()), v(m.size());
-  EXPECT_EQ(load_training_state(out, *loaded.model, m.data(), v.data()).iter_num, 10);
+  OptimizerState adamw{"adamw", 0, {{"exp_avg", m.data()}, {"exp_avg_sq", v.data()}}};
+  EXPECT_EQ(load_training_state(out, *loaded.model, adamw).iter_num, 10);
 }
 
 TEST_F(Robustness, DivergenceStopsWithoutOverwritingTheLastGoodCheckpoint) {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "core/random_streams.h"
 #include "model/gpt.h"
 #include "ops/ops.h"
 #include "sample/text_generation.h"
@@ -92,7 +93,7 @@ void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t s
   Rng rng_a(5), rng_b(5);
   expect_same_trace(generate_cached(*model, prompt, s, rng_a), generate_by_recomputation(*model, prompt, s, rng_b));
   // A batch of three sequences: each is what recomputation gives with its own random stream.
-  const std::vector<Rng> streams = {sample_rng(9, 0), sample_rng(9, 1), sample_rng(9, 2)};
+  const std::vector<Rng> streams = {sample_stream(9, 0), sample_stream(9, 1), sample_stream(9, 2)};
   const std::vector<Trace> batch = generate_batch(*model, prompt, s, streams);
   for (std::size_t i = 0; i < streams.size(); ++i) {
     Rng rng = streams[i];
@@ -195,7 +196,7 @@ TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
   s.max_new_tokens = 30;
   s.sampling = {1.0, 0, 1.0};
   std::vector<Rng> streams;
-  for (int64_t i = 0; i < 5; ++i) streams.push_back(sample_rng(21, i));
+  for (int64_t i = 0; i < 5; ++i) streams.push_back(sample_stream(21, i));
   const auto batch = [&] { return generate_batch(*model, {1, 2}, s, streams); };
   const std::vector<Trace> two = testing::on_threads(2, batch);
   const std::vector<Trace> three = testing::on_threads(3, batch);
@@ -209,9 +210,9 @@ TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
 }
 
 TEST(KvCache, SampleStreamsDoNotDependOnTheBatch) {
-  Rng first = sample_rng(7, 0), plain(7);
+  Rng first = sample_stream(7, 0), plain(7);
   EXPECT_EQ(first.next_u64(), plain.next_u64());  // sample 0 is the --seed stream itself
-  Rng a = sample_rng(7, 1), b = sample_rng(7, 1), c = sample_rng(7, 2), d = sample_rng(8, 1);
+  Rng a = sample_stream(7, 1), b = sample_stream(7, 1), c = sample_stream(7, 2), d = sample_stream(8, 1);
   const uint64_t x = a.next_u64();
   EXPECT_EQ(x, b.next_u64());
   EXPECT_NE(x, c.next_u64());

@@ -78,7 +78,7 @@ int main() {
   cfg.vocab_size = V;
   cfg.dropout = 0;
   Gpt model(cfg);
-  model.init_weights(rng);
+  model.init_weights(rng.next_u64());
   AdamW optimizer(model.params(), {});
   std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer.step(1e-3); }));
   std::printf("%-30s %10.3f\n", "clip_grad_norm", mean_ms([&] { clip_grad_norm(model.params(), 1.0); }));

@@ -46,18 +46,19 @@ int run_bench(BenchOptions& options) {
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
   const Dataset data(config.data_path, config.val_fraction, config.block_size);
   Gpt model(config.model_config(data.vocab().size()));
-  Rng rng(static_cast<uint64_t>(config.seed));
-  model.init_weights(rng);
-  AdamW optimizer(model.params(), {config.beta1, config.beta2, 1e-8, config.weight_decay});
-  const LrSchedule schedule{config.learning_rate, config.min_lr, config.warmup_iters, config.lr_decay_iters, config.decay_lr};
-  const StepSettings settings{config.batch_size, config.block_size, config.gradient_accumulation_steps, config.grad_clip};
+  model.init_weights(static_cast<uint64_t>(config.seed));
+  const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
+  LocalGradientSync sync;
+  const LrSchedule schedule = lr_schedule(config);
+  const StepSettings settings{config.batch_size, config.block_size, config.gradient_accumulation_steps, config.grad_clip,
+                              static_cast<uint64_t>(config.seed)};
   Arena arena(64u << 20);
   Graph graph(arena);
   Batch batch;
   std::vector<double> ms;
   for (int64_t i = 0; i < options.warmup + options.iters; ++i) {
     const auto start = std::chrono::steady_clock::now();
-    train_step(model, graph, optimizer, data.train(), settings, schedule.at(i), rng, batch);
+    train_step(model, graph, *optimizer, sync, data.train(), settings, i, schedule.at(i), batch);
     const double elapsed = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
     if (i >= options.warmup) ms.push_back(elapsed);
   }

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/random_streams.h"
 #include "core/check.h"
 #include "data/dataset.h"
 #include "data/utf8.h"
@@ -113,7 +114,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     const int64_t batch = std::min(kMaxBatch, options.num_samples - first);
     Generator generator(model, batch);
     std::vector<Rng> rngs;
-    for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_rng(static_cast<uint64_t>(options.seed), first + s));
+    for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_stream(static_cast<uint64_t>(options.seed), first + s));
     std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one
     std::fputs(shown_prompt.c_str(), stdout);
     std::fflush(stdout);

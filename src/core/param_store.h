@@ -14,16 +14,32 @@
 
 namespace gpt {
 
+// How a parameter starts: all zeros, all ones, or normal with mean 0 and this standard deviation.
+struct Init {
+  enum class Kind { zeros, ones, normal } kind = Kind::zeros;
+  double stddev = 0.0;
+  static Init zeros() { return {Kind::zeros, 0.0}; }
+  static Init ones() { return {Kind::ones, 0.0}; }
+  static Init normal(double stddev) { return {Kind::normal, stddev}; }
+};
+
+// A buffer in the parameter store's layout (optimizer state), by name.
+struct NamedBuffer {
+  std::string name;
+  float* data;
+};
+
 class ParamStore {
  public:
   struct Slot {
     std::string name;
     Shape shape;
+    Init init;
     std::size_t offset = 0;  // in floats, 64-byte aligned
   };
 
   // Returns the slot index; the tensor is available from tensor(index) after finalize().
-  int add(const std::string& name, Shape shape);
+  int add(const std::string& name, Shape shape, Init init = Init::zeros());
   void finalize();
 
   int size() const { return static_cast<int>(slots_.size()); }
@@ -33,8 +49,8 @@ class ParamStore {
   int index_of(const std::string& name) const;  // -1 when absent
   const std::vector<Slot>& slots() const { return slots_; }
 
-  // Gradients can be switched off (no gradient slots) for inference-only models.
-  void set_grads_enabled(bool enabled) { grads_enabled_ = enabled; }
+  // Every parameter from its Init, each drawing from its own stream keyed by (seed, name).
+  void initialize(uint64_t seed);
   void zero_grad();
 
   float* data() { return data_.data(); }
@@ -50,7 +66,6 @@ class ParamStore {
   std::vector<GradSlot> grad_slots_;  // fixed slots into grad_, one per parameter
   std::size_t total_floats_ = 0;
   bool finalized_ = false;
-  bool grads_enabled_ = true;
 };
 
 }  // namespace gpt

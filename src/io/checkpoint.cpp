@@ -24,10 +24,10 @@ std::string hex64(uint64_t x) {
   return buffer;
 }
 
-uint64_t parse_hex64(const std::string& s, const std::string& source) {
-  if (s.size() != 16 || s.find_first_not_of("0123456789abcdef") != std::string::npos)
-    throw UserError(source + ": malformed RNG state", 1);
-  return std::stoull(s, nullptr, 16);
+int64_t parse_count(const std::string& s, const std::string& source) {
+  if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
+    throw UserError(source + ": malformed optimizer step \"" + s + "\"", 1);
+  return std::stoll(s);
 }
 
 // A name no earlier save of this or another process used: iteration, time, pid.
@@ -47,7 +47,7 @@ void add_weights(SafetensorsWriter& writer, Gpt& model) {
 std::string model_path(const std::string& out_dir) { return (fs::path(out_dir) / "model.safetensors").string(); }
 
 void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
-                     const OptimizerMoments* moments) {
+                     const OptimizerState* optimizer_state) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
   if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), 1);
@@ -60,18 +60,18 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
 
   std::string state_name;
   if (state) {
-    GPT_CHECK(moments != nullptr, "training state without optimizer moments");
+    GPT_CHECK(optimizer_state != nullptr, "training state without optimizer state");
     SafetensorsWriter optimizer;
     ParamStore& params = model.params();
     for (int i = 0; i < params.size(); ++i) {
       const auto& slot = params.slot(i);
-      optimizer.add("exp_avg." + slot.name, slot.shape, moments->exp_avg + slot.offset);
-      optimizer.add("exp_avg_sq." + slot.name, slot.shape, moments->exp_avg_sq + slot.offset);
+      for (const NamedBuffer& buffer : optimizer_state->buffers)
+        optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
     }
-    nlohmann::json loop = {{"iter_num", state->iter_num},   {"eval_done", state->eval_done},
-                           {"best_val_loss", state->best_val_loss}, {"adam_step", state->adam_step},
-                           {"rng_state", {hex64(state->rng[0]), hex64(state->rng[1]), hex64(state->rng[2]), hex64(state->rng[3])}}};
+    nlohmann::json loop = {{"iter_num", state->iter_num}, {"eval_done", state->eval_done}, {"best_val_loss", state->best_val_loss}};
     optimizer.set_metadata("training", loop.dump());
+    optimizer.set_metadata("optimizer", optimizer_state->name);
+    optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state->step));
     optimizer.set_metadata("train_config", state->train_config.dump());
     state_name = new_state_file_name(state->iter_num);
     write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
@@ -109,7 +109,7 @@ LoadedModel load_model(const std::string& path_or_dir) {
   return {std::move(model), std::move(vocab), path};
 }
 
-TrainingState load_training_state(const std::string& out_dir, Gpt& model, float* exp_avg, float* exp_avg_sq) {
+TrainingState load_training_state(const std::string& out_dir, Gpt& model, OptimizerState& optimizer_state) {
   const std::string path = model_path(out_dir);
   SafetensorsReader weights = SafetensorsReader::open(path);
   if (!weights.has_metadata("train_state"))
@@ -119,11 +119,18 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, float*
     throw UserError(path + ": malformed train_state reference", 1);
   const std::string state_path = (fs::path(out_dir) / state_name).string();
   SafetensorsReader optimizer = SafetensorsReader::open(state_path);
+  // Train states from before named optimizers hold AdamW's moments and "adam_step".
+  const bool named = optimizer.has_metadata("optimizer");
+  const std::string saved_name = named ? optimizer.metadata("optimizer") : "adamw";
+  if (saved_name != optimizer_state.name)
+    throw UserError("cannot resume: " + state_path + " holds the state of optimizer \"" + saved_name +
+                    "\" but the config says \"" + optimizer_state.name +
+                    "\" (set optimizer to match, or start a new run with init_from \"scratch\")");
   ParamStore& params = model.params();
   for (int i = 0; i < params.size(); ++i) {
     const auto& slot = params.slot(i);
-    optimizer.read_into("exp_avg." + slot.name, slot.shape, exp_avg + slot.offset);
-    optimizer.read_into("exp_avg_sq." + slot.name, slot.shape, exp_avg_sq + slot.offset);
+    for (const NamedBuffer& buffer : optimizer_state.buffers)
+      optimizer.read_into(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
   }
   nlohmann::json loop = nlohmann::json::parse(optimizer.metadata("training"), nullptr, false);
   TrainingState state;
@@ -131,10 +138,8 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, float*
     state.iter_num = loop.at("iter_num").get<int64_t>();
     state.eval_done = loop.at("eval_done").get<bool>();
     state.best_val_loss = loop.at("best_val_loss").get<double>();
-    state.adam_step = loop.at("adam_step").get<int64_t>();
-    const auto& rng = loop.at("rng_state");
-    if (!rng.is_array() || rng.size() != 4) throw UserError(state_path + ": malformed RNG state", 1);
-    for (int i = 0; i < 4; ++i) state.rng[i] = parse_hex64(rng[i].get<std::string>(), state_path);
+    optimizer_state.step = named ? parse_count(optimizer.metadata("optimizer_step"), state_path)
+                                 : loop.at("adam_step").get<int64_t>();
   } catch (const nlohmann::json::exception&) {
     throw UserError(state_path + ": metadata \"training\" is malformed", 1);
   }

@@ -2,8 +2,11 @@
 //   model.safetensors             the weights under nanoGPT's names, with metadata "config" (the
 //                                 model config as JSON), "vocab" (JSON array of the characters in
 //                                 id order) and, for a training run, "train_state" (a file name);
-//   train_state-<tag>.safetensors  AdamW moments ("exp_avg.<name>", "exp_avg_sq.<name>") and the
-//                                 loop state (iteration, best val loss, RNG, Adam step) in metadata.
+//   train_state-<tag>.safetensors  the optimizer's state buffers by name ("<buffer>.<parameter>",
+//                                 e.g. "exp_avg.transformer.wte.weight"), the optimizer's name and
+//                                 step, and the loop state (iteration, best val loss) in metadata.
+// Random streams are keyed by (seed, iteration, ...), so no generator state needs saving. A
+// train state written before optimizers had names (AdamW only, with "adam_step") still loads.
 // model.safetensors is the manifest and is renamed into place last: the state file it names was
 // already complete on disk, so a crash at any instant leaves one consistent checkpoint.
 #pragma once
@@ -14,7 +17,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "core/rng.h"
+#include <vector>
+
+#include "core/param_store.h"
 #include "data/vocab.h"
 #include "model/gpt.h"
 
@@ -24,19 +29,20 @@ struct TrainingState {
   int64_t iter_num = 0;         // the next iteration to run
   bool eval_done = false;       // whether iter_num's evaluation already ran (and was logged)
   double best_val_loss = 1e9;
-  int64_t adam_step = 0;
-  Rng::State rng{};
   nlohmann::json train_config;  // the effective training config, for reference
 };
 
-struct OptimizerMoments {
-  const float* exp_avg;  // ParamStore layout
-  const float* exp_avg_sq;
+// An optimizer as a checkpoint sees it: a name, a step count and named buffers in the parameter
+// store's layout (see train/optimizer.h).
+struct OptimizerState {
+  std::string name;
+  int64_t step = 0;
+  std::vector<NamedBuffer> buffers;
 };
 
 // Writes the model (and, when state is given, the optimizer and loop state) atomically.
 void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
-                     const OptimizerMoments* moments);
+                     const OptimizerState* optimizer);
 
 struct LoadedModel {
   std::unique_ptr<Gpt> model;
@@ -48,9 +54,10 @@ struct LoadedModel {
 // config and vocabulary. UserError (exit 1) naming the file on any problem; exit 2 when absent.
 LoadedModel load_model(const std::string& path_or_dir);
 
-// Restores AdamW moments (into the given buffers, ParamStore layout) and the loop state of the
-// checkpoint in out_dir, for init_from = "resume".
-TrainingState load_training_state(const std::string& out_dir, Gpt& model, float* exp_avg, float* exp_avg_sq);
+// Restores the optimizer's buffers (into optimizer.buffers, by name) and step, and the loop state
+// of the checkpoint in out_dir, for init_from = "resume". UserError when the checkpoint holds
+// another optimizer's state than optimizer.name.
+TrainingState load_training_state(const std::string& out_dir, Gpt& model, OptimizerState& optimizer);
 
 std::string model_path(const std::string& out_dir);
 

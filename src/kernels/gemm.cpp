@@ -13,6 +13,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -254,7 +255,7 @@ void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const
                           bool accumulate) {
   // Fixed blocks of rows; with two or more threads each keeps its share of B in its own cache.
   const int64_t blocks = (N + kDotBlock - 1) / kDotBlock;
-#pragma omp parallel for schedule(static) if (N * K >= (1 << 14) && blocks > 1)
+#pragma omp parallel for schedule(static) if (N * K >= kParallelMinMatVec && blocks > 1)
   for (int64_t blk = 0; blk < blocks; ++blk)
     row_times_transposed_block(simd, blk * kDotBlock, std::min(kDotBlock, N - blk * kDotBlock), K, a, B, ldb, c, accumulate);
 }

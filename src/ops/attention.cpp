@@ -26,6 +26,7 @@ constexpr int64_t kRowBlock = 64;
 
 struct AttentionDims {
   int64_t B, T, C, H, hs;
+  int threads;  // the team size forward and backward both run with: the scratch has one part per thread
 };
 
 using detail::DropoutMask;
@@ -54,7 +55,7 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
 
 void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask, float* scratch) {
   const int64_t C3 = 3 * d.C, T = d.T;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(d.threads)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H;
     const float* q = qkv + b * T * C3 + h * d.hs;
@@ -74,7 +75,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
                         float* dqkv, float* scratch) {
   const int64_t C3 = 3 * d.C, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) num_threads(d.threads)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H;
     const int64_t block = std::min(kRowBlock, T) * T;
@@ -115,14 +116,14 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
 
 Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training) {
   GPT_CHECK(qkv.shape.rank == 3 && qkv.shape[2] % 3 == 0, "attention input must be [B, T, 3C], got " + qkv.shape.str());
-  AttentionDims d{qkv.shape[0], qkv.shape[1], qkv.shape[2] / 3, n_head, 0};
+  AttentionDims d{qkv.shape[0], qkv.shape[1], qkv.shape[2] / 3, n_head, 0, omp_get_max_threads()};
   GPT_CHECK(n_head > 0 && d.C % n_head == 0, "n_embd must be divisible by n_head");
   d.hs = d.C / n_head;
   const DropoutMask mask = DropoutMask::make(dropout_p, rng, training);
 
   Tensor out = g.make(Shape{d.B, d.T, d.C}, qkv.requires_grad());
   // One scratch region serves forward and backward: they never run at the same time.
-  float* scratch = g.scratch(static_cast<std::size_t>(omp_get_max_threads() * scratch_floats_per_thread(d)));
+  float* scratch = g.scratch(static_cast<std::size_t>(d.threads * scratch_floats_per_thread(d)));
   attention_forward(d, qkv.data, out.data, mask, scratch);
   if (out.requires_grad()) {
     g.record(out, [=] { attention_backward(d, qkv.data, mask, out.grad(), qkv.grad_accumulator(), scratch); });

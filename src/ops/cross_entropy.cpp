@@ -5,6 +5,7 @@
 #include <string>
 
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -12,7 +13,7 @@ namespace {
 
 void cross_entropy_forward(const float* logits, const int32_t* targets, float* row_lse, float* row_loss, int64_t N,
                            int64_t V) {
-#pragma omp parallel for schedule(static) if (N * V > (1 << 15))
+#pragma omp parallel for schedule(static) if (N * V > kParallelMinRowReduction)
   for (int64_t r = 0; r < N; ++r) {
     const float* lr = logits + r * V;
     float max = lr[0];
@@ -27,7 +28,7 @@ void cross_entropy_forward(const float* logits, const int32_t* targets, float* r
 void cross_entropy_backward(const float* logits, const int32_t* targets, const float* row_lse, float dloss,
                             float* dlogits, int64_t N, int64_t V) {
   const float scale = dloss / static_cast<float>(N);
-#pragma omp parallel for schedule(static) if (N * V > (1 << 15))
+#pragma omp parallel for schedule(static) if (N * V > kParallelMinRowReduction)
   for (int64_t r = 0; r < N; ++r) {
     const float* lr = logits + r * V;
     float* dr = dlogits + r * V;

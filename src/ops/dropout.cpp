@@ -3,6 +3,7 @@
 // shared with the fused ops that apply dropout (attention, residual_projection, the embeddings).
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -21,7 +22,7 @@ DropoutMask DropoutMask::make(float p, Rng& rng, bool training) {
 
 void DropoutMask::apply_in_place(float* values, int64_t n) const {
   if (!active) return;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
   for (int64_t i = 0; i < n; ++i) values[i] = kept(i) ? values[i] * keep_scale : 0.0f;
 }
 
@@ -32,13 +33,13 @@ Tensor dropout(Graph& g, const Tensor& x, float p, Rng& rng, bool training) {
   if (!mask.active) return x;
   const int64_t n = x.numel();
   Tensor out = g.make(x.shape, x.requires_grad());
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
   for (int64_t i = 0; i < n; ++i) out.data[i] = mask.apply(x.data[i], i);
   if (out.requires_grad())
     g.record(out, [=] {
       float* dx = x.grad_accumulator();
       const float* dout = out.grad();
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
       for (int64_t i = 0; i < n; ++i)
         if (mask.kept(i)) dx[i] += dout[i] * mask.keep_scale;
     });

@@ -3,6 +3,7 @@
 #include "kernels/fast_math.h"
 #include "kernels/row_sum.h"
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -29,7 +30,7 @@ GPT_VECTOR_CLONES void mul_range(const float* a, const float* b, float* out, int
 void broadcast_apply(void (*op)(const float*, const float*, float*, int64_t), const float* a, const float* b, float* out,
                      int64_t n, int64_t period) {
   const int64_t rows = n / period;
-#pragma omp parallel for schedule(static) if (n > (1 << 16) && rows > 1)
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise && rows > 1)
   for (int64_t r = 0; r < rows; ++r) op(a + r * period, b, out + r * period, period);
 }
 
@@ -39,7 +40,7 @@ void add_forward(const float* a, const float* b, float* out, int64_t n, int64_t 
 
 void add_backward(const float* dout, float* da, float* db, int64_t n, int64_t period) {
   if (da)
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
     for (int64_t i = 0; i < n; ++i) da[i] += dout[i];
   if (db) accumulate_column_sums(dout, n / period, period, db);
 }
@@ -66,11 +67,11 @@ void mul_forward(const float* a, const float* b, float* out, int64_t n, int64_t 
 void mul_backward(const float* a, const float* b, const float* dout, float* da, float* db, int64_t n, int64_t period,
                   float* scratch) {
   if (da)
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
     for (int64_t i = 0; i < n; ++i) da[i] += dout[i] * b[i % period];
   if (!db) return;
   if (period == n) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
     for (int64_t i = 0; i < n; ++i) db[i] += dout[i] * a[i];
     return;
   }

@@ -7,17 +7,17 @@
 #include "kernels/row_sum.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
 namespace detail {
 
 void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C) {
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (n * C > (1 << 16) && blocks > 1)
+  const int64_t blocks = column_blocks(C);
+#pragma omp parallel for schedule(static) if (n * C > kParallelMinElementwise && blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
-    const int64_t j0 = b * kBlock, j1 = std::min(C, j0 + kBlock);
+    const auto [j0, j1] = column_block(b, C);
     for (int64_t i = 0; i < n; ++i) {
       float* row = dtable + static_cast<int64_t>(ids[i]) * C;
       const float* d = dout + i * C;
@@ -71,7 +71,7 @@ Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, 
   check_ids(ids, n, V);
   const detail::DropoutMask mask = detail::DropoutMask::make(dropout_p, rng, training);
   Tensor out = g.make(Shape{B, T, C}, wte.requires_grad() || wpe.requires_grad());
-#pragma omp parallel for schedule(static) if (n * C > (1 << 16))
+#pragma omp parallel for schedule(static) if (n * C > kParallelMinElementwise)
   for (int64_t i = 0; i < n; ++i) {
     const float* token = wte.data + static_cast<int64_t>(ids[i]) * C;
     const float* position = wpe.data + (i % T) * C;

@@ -1,84 +1,8 @@
-// layernorm over the last axis: y = (x - mean) / sqrt(var + eps) * w + b, eps = 1e-5, biased
-// variance (as PyTorch). Forward saves mean and 1/std per row; backward recomputes x-hat from them.
-// Row reductions run in fixed lanes (kernels/lane_sum.h) so they vectorise with the same bits
-// everywhere.
-#include <algorithm>
-#include <cmath>
-
-#include "kernels/fast_math.h"
-#include "kernels/lane_sum.h"
-#include "ops/op_kernels.h"
+// layernorm over the last axis as an op: the kernels (kernels/layernorm.cpp) plus the tape record.
+#include "kernels/layernorm.h"
 #include "ops/ops.h"
 
 namespace gpt {
-
-namespace detail {
-
-namespace {
-
-constexpr float kEps = 1e-5f;
-
-GPT_VECTOR_CLONES void layernorm_row(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                                     int64_t C) {
-  const float m = lane_sum(C, [x](int64_t j) { return x[j]; }) / static_cast<float>(C);
-  // Two passes: no cancellation.
-  const float v = lane_sum(C, [x, m](int64_t j) { return (x[j] - m) * (x[j] - m); }) / static_cast<float>(C);
-  const float s = 1.0f / std::sqrt(v + kEps);
-  if (b)
-    for (int64_t j = 0; j < C; ++j) y[j] = (x[j] - m) * s * w[j] + b[j];
-  else
-    for (int64_t j = 0; j < C; ++j) y[j] = (x[j] - m) * s * w[j] + 0.0f;
-  *mean = m;
-  *rstd = s;
-}
-
-// dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
-GPT_VECTOR_CLONES void layernorm_row_backward(const float* x, const float* w, float m, float s, const float* dy, float* dx,
-                                              int64_t C) {
-  const float g_mean = lane_sum(C, [dy, w](int64_t j) { return dy[j] * w[j]; }) / static_cast<float>(C);
-  const float gx_mean =
-      lane_sum(C, [dy, w, x, m, s](int64_t j) { return dy[j] * w[j] * (x[j] - m) * s; }) / static_cast<float>(C);
-  for (int64_t j = 0; j < C; ++j) dx[j] += s * (dy[j] * w[j] - g_mean - (x[j] - m) * s * gx_mean);
-}
-
-}  // namespace
-
-void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
-                       int64_t C) {
-#pragma omp parallel for schedule(static) if (rows * C > (1 << 15))
-  for (int64_t r = 0; r < rows; ++r) layernorm_row(x + r * C, w, b, y + r * C, mean + r, rstd + r, C);
-}
-
-// dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w; dw += sum dy*xhat; db += sum dy.
-void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy, float* dx,
-                        float* dw, float* db, int64_t rows, int64_t C) {
-  if (dx) {
-#pragma omp parallel for schedule(static) if (rows * C > (1 << 15))
-    for (int64_t r = 0; r < rows; ++r) layernorm_row_backward(x + r * C, w, mean[r], rstd[r], dy + r * C, dx + r * C, C);
-  }
-  if (!dw && !db) return;
-  constexpr int64_t kBlock = 64;
-  const int64_t blocks = (C + kBlock - 1) / kBlock;
-#pragma omp parallel for schedule(static) if (rows * C > (1 << 15) && blocks > 1)
-  for (int64_t blk = 0; blk < blocks; ++blk) {
-    const int64_t j0 = blk * kBlock, j1 = std::min(C, j0 + kBlock);
-    float acc_w[kBlock] = {}, acc_b[kBlock] = {};
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = x + r * C;
-      const float* dyr = dy + r * C;
-      for (int64_t j = j0; j < j1; ++j) {
-        acc_w[j - j0] += dyr[j] * (xr[j] - mean[r]) * rstd[r];
-        acc_b[j - j0] += dyr[j];
-      }
-    }
-    for (int64_t j = j0; j < j1; ++j) {
-      if (dw) dw[j] += acc_w[j - j0];
-      if (db) db[j] += acc_b[j - j0];
-    }
-  }
-}
-
-}  // namespace detail
 
 Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const int64_t C = x.shape.last(), rows = x.shape.rows();
@@ -87,10 +11,10 @@ Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& 
   Tensor y = g.make(x.shape, detail::any_grad(x, weight) || bias.requires_grad());
   float* mean = g.scratch(rows);
   float* rstd = g.scratch(rows);
-  detail::layernorm_forward(x.data, weight.data, bias.data, y.data, mean, rstd, rows, C);
+  layernorm_forward(x.data, weight.data, bias.data, y.data, mean, rstd, rows, C);
   if (y.requires_grad())
     g.record(y, [=] {
-      detail::layernorm_backward(x.data, weight.data, mean, rstd, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+      layernorm_backward(x.data, weight.data, mean, rstd, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
                          bias.grad_accumulator(), rows, C);
     });
   return y;

@@ -29,20 +29,20 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
   const std::size_t normed_count = static_cast<std::size_t>(rows * C);
   {
     Borrowed normed(g, normed_count);
-    detail::layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
+    layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
     detail::linear_forward(normed.data(), weight.data, bias.data, y.data, rows, C, out_features);
   }
   if (y.requires_grad()) {
     Graph* graph = &g;
     g.record(y, [=] {
       Borrowed normed(*graph, normed_count);
-      detail::layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
+      layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
       detail::linear_backward(normed.data(), weight.data, y.grad(), nullptr, weight.grad_accumulator(),
                               bias.grad_accumulator(), rows, C, out_features);
       if (!x.requires_grad() && !ln_weight.requires_grad() && !ln_bias.requires_grad()) return;
       float* d_normed = normed.data();  // the normalised rows are no longer needed: reuse the buffer
       gemm(false, false, rows, C, out_features, y.grad(), out_features, weight.data, C, d_normed, C, false);
-      detail::layernorm_backward(x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
+      layernorm_backward(x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
                                  ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
     });
   }

@@ -1,11 +1,14 @@
-// The forward and backward kernels of ops that the fused ops (layernorm_linear,
-// residual_projection) compose; each is defined in its own op's file, next to that op.
+// Kernels private to the ops: the dropout mask and the linear and embedding kernels that the fused
+// ops (layernorm_linear, residual_projection, token_position_embedding) compose, each defined in
+// its own op's file. Kernels the model's executors share live in kernels/.
 // Plain loops over raw arrays: no graph, no allocation. Backward kernels accumulate (+=) into
 // every output gradient that is not null.
 #pragma once
 
 #include <cstdint>
 
+#include "kernels/activation.h"
+#include "kernels/layernorm.h"
 #include "ops/ops.h"
 
 namespace gpt::detail {
@@ -33,17 +36,5 @@ void linear_forward(const float* x, const float* w, const float* b, float* y, in
 // dx += dy W, dw += dy^T x, db += column sums of dy (each skipped when null).
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t rows,
                      int64_t in, int64_t out);
-
-// Row-wise layernorm; saves each row's mean and 1/std for the backward.
-void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
-                       int64_t C);
-void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy, float* dx,
-                        float* dw, float* db, int64_t rows, int64_t C);
-
-// Exact GELU over n values, and dx += dy * GELU'(x).
-void gelu_forward(const float* x, float* y, int64_t n);
-void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
-// d = d * GELU'(x): the gradient of x when d is the gradient of GELU(x) and x has no other.
-void gelu_backward_in_place(const float* x, float* d, int64_t n);
 
 }  // namespace gpt::detail

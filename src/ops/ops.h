@@ -14,6 +14,7 @@
 
 #include "core/graph.h"
 #include "core/rng.h"
+#include "kernels/activation.h"
 
 namespace gpt {
 
@@ -86,7 +87,6 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
 // residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
 // keeping neither act(x) nor the projection. Same values and the same Rng draws as
 // add(residual, dropout(linear(act(x), weight, bias), p, rng, training)).
-enum class Activation { none, gelu };
 Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
                            const Tensor& bias, float dropout_p, Rng& rng, bool training);
 

@@ -11,6 +11,7 @@
 #include "kernels/gemm.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -30,14 +31,14 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
     const float* input = x.data;
     Borrowed activated(g, act == Activation::gelu ? static_cast<std::size_t>(n_in) : 0);
     if (act == Activation::gelu) {
-      detail::gelu_forward(x.data, activated.data(), n_in);
+      gelu_forward(x.data, activated.data(), n_in);
       input = activated.data();
     }
     detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features);
   }
   const float* r = residual.data;
   float* y = out.data;
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
   for (int64_t i = 0; i < n; ++i) y[i] = r[i] + mask.apply(y[i], i);
 
   if (out.requires_grad()) {
@@ -45,7 +46,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
     g.record(out, [=] {
       float* dy = out.grad();
       if (float* dr = residual.grad_accumulator()) {
-#pragma omp parallel for schedule(static) if (n > (1 << 16))
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
         for (int64_t i = 0; i < n; ++i) dr[i] += dy[i];
       }
       // d(projection): the output's gradient through the dropout mask, in place (nothing reads
@@ -58,7 +59,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       }
       {
         Borrowed activated(*graph, static_cast<std::size_t>(n_in));
-        detail::gelu_forward(x.data, activated.data(), n_in);
+        gelu_forward(x.data, activated.data(), n_in);
         detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features);
       }
@@ -69,12 +70,12 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       if (!x.grad() && x.grad_slot->pool) {
         float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false);
-        detail::gelu_backward_in_place(x.data, dx, n_in);
+        gelu_backward_in_place(x.data, dx, n_in);
         return;
       }
       Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
       gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false);
-      detail::gelu_backward(x.data, d_activated.data(), x.grad_accumulator(), n_in);
+      gelu_backward(x.data, d_activated.data(), x.grad_accumulator(), n_in);
     });
   }
   return out;

@@ -3,6 +3,7 @@
 #include <limits>
 
 #include "ops/ops.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -10,7 +11,7 @@ namespace {
 
 // Rows whose entries are all -inf (fully masked) produce zeros rather than NaN.
 void softmax_forward(const float* x, float* y, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n > (1 << 15))
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * n;
     float* yr = y + r * n;
@@ -28,7 +29,7 @@ void softmax_forward(const float* x, float* y, int64_t rows, int64_t n) {
 }
 
 void softmax_backward(const float* y, const float* dy, float* dx, int64_t rows, int64_t n) {
-#pragma omp parallel for schedule(static) if (rows * n > (1 << 15))
+#pragma omp parallel for schedule(static) if (rows * n > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r) {
     const float* yr = y + r * n;
     const float* dyr = dy + r * n;

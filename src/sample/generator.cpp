@@ -8,7 +8,9 @@
 #include <string>
 
 #include "kernels/softmax_row.h"
-#include "ops/op_kernels.h"
+#include "kernels/activation.h"
+#include "kernels/layernorm.h"
+#include "model/gpt_definition.h"
 
 namespace gpt {
 
@@ -95,22 +97,189 @@ PackedMatrix packed_transpose(const Tensor& w) { return PackedMatrix(true, w.sha
 
 }  // namespace
 
-// Activations of one append: R = batch * n rows (fewer in the last layer when only each
-// sequence's last row is needed); `per_thread` buffers are indexed by thread number.
+// Activations of one append: R = batch * n rows (fewer after the last layer's attention when only
+// each sequence's last row is needed); `per_thread` buffers are indexed by thread number.
 struct Generator::Buffers {
   int64_t threads = 1;
-  float* x = nullptr;         // [R, C] residual stream
-  float* x_last = nullptr;    // [batch, C] the last layer's stream when only last rows are kept
-  float* qkv = nullptr;       // [R, 3C]
-  float* attended = nullptr;  // [R, C]
-  float* projected = nullptr; // [R, C]
-  float* hidden = nullptr;    // [R, 4C] before GELU
-  float* activated = nullptr; // [R, 4C] after GELU
-  float* logits = nullptr;    // [R, V]
-  float* normed = nullptr;    // per thread [R, C]
-  float* stats = nullptr;     // per thread [2R]: layernorm means and 1/std
-  float* scores = nullptr;    // per thread [n, length]
-  int64_t rows = 0, total = 0;
+  int64_t rows = 0, total = 0;    // R; cached positions after this append
+  float* x = nullptr;             // [R, C] residual stream
+  float* x_last = nullptr;        // [batch, C] the stream after trimming to last rows
+  float* linear_out[2] = {};      // [R, max(3C, 4C, V)] each: norm_linear's outputs, alternately
+  float* attended = nullptr;      // [R, C] attention's output
+  float* activated = nullptr;     // [R, 4C] act(hidden)
+  float* projected = nullptr;     // [R, C]
+  float* normed = nullptr;        // per thread [R, C]
+  float* stats = nullptr;         // per thread [2R]: layernorm means and 1/std
+  float* scores = nullptr;        // per thread [n, total]
+};
+
+// One thread's share of one append, as an executor of the model definition (gpt_definition.h).
+// Every thread of the region runs run_gpt with its own StepExecutor and makes the same calls, so
+// all reach the same barriers. Two ways to share a step: many rows (a prompt, a re-encoded window,
+// a batch) are split by rows, each thread taking its rows through layernorm, the products, the
+// activation and the residual adds; few rows (one token) are split by output columns of every
+// product, each thread normalising all rows itself. A barrier is placed only where a step reads
+// what another thread wrote since the last one: each Value records how it was written and when.
+class Generator::StepExecutor {
+ public:
+  enum class Share { rows, columns, heads };
+  struct Value {
+    float* data;
+    int64_t rows;
+    Share share;
+    int64_t epoch;  // the barrier count when it was written
+    Range cols;     // this thread's columns, when shared by columns
+  };
+
+  StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only)
+      : g_(g), b_(b), tokens_(tokens), n_(n), last_rows_only_(last_rows_only), C_(g.model_.config().n_embd),
+        thread_(omp_get_thread_num()) {}
+
+  Value embed(const Tensor& wte, const Tensor& wpe) {
+    const int64_t start = g_.length_;
+    const Range own = my_share(b_.rows, 1);
+    for (int64_t r = own.begin; r < own.end; ++r) {
+      const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
+      const float* position = wpe.data + (start + r % n_) * C_;
+      for (int64_t j = 0; j < C_; ++j) b_.x[r * C_ + j] = token[j] + position[j];
+    }
+    return {b_.x, b_.rows, Share::rows, epoch_, {}};
+  }
+
+  Value norm_linear(const Value& x, const NormWeights& norm, const LinearWeights& linear) {
+    float* out = next_linear_buffer();
+    float* normed = b_.normed + thread_ * b_.rows * C_;
+    float* mean = b_.stats + thread_ * 2 * b_.rows;
+    float* rstd = mean + b_.rows;
+    const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
+    if (by_rows(x.rows)) {
+      wait_for(x, x.rows);
+      const Range own = my_share(x.rows, 1);
+      layernorm_forward(x.data + own.begin * C_, norm.weight.data, norm.bias.data, normed + own.begin * C_, mean, rstd,
+                        own.size(), C_);
+      rows_linear(normed, own, linear.weight, packed, linear.bias.data, out);
+      return {out, x.rows, Share::rows, epoch_, {}};
+    }
+    wait_for(x);
+    layernorm_forward(x.data, norm.weight.data, norm.bias.data, normed, mean, rstd, x.rows, C_);
+    const Range cols = team_linear(normed, x.rows, linear.weight, packed, linear.bias.data, out);
+    return {out, x.rows, Share::columns, epoch_, cols};
+  }
+
+  // Appends the new keys and values to the cache, then attends. In the last layer, when only
+  // each sequence's last row goes on, only those rows are queried.
+  Value attention(const Value& qkv, int64_t layer) {
+    wait_for(qkv);
+    const GptConfig& c = g_.model_.config();
+    const int64_t H = c.n_head, hs = C_ / H, start = g_.length_, total = b_.total, n = n_;
+    const bool trim = last_rows_only_ && layer == c.n_layer - 1 && n > 1;
+    const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
+    float* out = b_.attended;
+    float* scratch_scores = b_.scores + thread_ * n * total;
+    const Range items = my_share(g_.batch_ * H, 1);
+    for (int64_t item = items.begin; item < items.end; ++item) {
+      const int64_t s = item / H, h = item % H;
+      const float* rows = qkv.data + s * n * 3 * C_;
+      float* keys = g_.keys_[layer].data() + s * c.block_size * C_;
+      float* values = g_.values_[layer].data() + s * c.block_size * C_;
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(keys + (start + i) * C_ + h * hs, rows + i * 3 * C_ + C_ + h * hs, hs * sizeof(float));
+        std::memcpy(values + (start + i) * C_ + h * hs, rows + i * 3 * C_ + 2 * C_ + h * hs, hs * sizeof(float));
+      }
+      float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * total : scratch_scores;
+      head_attention(rows, keys, values, n, q0, start, C_, hs, h, out + s * nq * C_, scores);
+    }
+    return {out, g_.batch_ * nq, Share::heads, epoch_, {}};
+  }
+
+  // x + act(in) W^T + b, written over x; when `in` has fewer rows than x (the last layer's last
+  // rows), each sequence's last row of x is gathered into x_last on the way.
+  Value residual(const Value& x, const Value& in, Activation act, const LinearWeights& linear) {
+    const int64_t rows = in.rows, stride = x.rows / in.rows;
+    float* x_out = stride > 1 ? b_.x_last : x.data;
+    const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
+    const int64_t width = linear.weight.shape[1];
+    if (by_rows(rows)) {
+      wait_for(in, rows);
+      wait_for(x, stride > 1 ? -1 : rows);
+      const Range own = my_share(rows, 1);
+      const float* input = in.data;
+      if (act != Activation::none) {
+        activation_forward(act, in.data + own.begin * width, b_.activated + own.begin * width, own.size() * width);
+        input = b_.activated;
+      }
+      rows_linear(input, own, linear.weight, packed, linear.bias.data, b_.projected);
+      add_rows(x.data, stride, own, {0, C_}, x_out);
+      return {x_out, rows, Share::rows, epoch_, {}};
+    }
+    const float* input = in.data;
+    if (act != Activation::none) {
+      activate_own_part(act, in, width);
+      input = b_.activated;
+    }
+    wait_for(in);
+    wait_for(x);
+    const Range cols = team_linear(input, rows, linear.weight, packed, linear.bias.data, b_.projected);
+    add_rows(x.data, stride, {0, rows}, cols, x_out);
+    return {x_out, rows, Share::columns, epoch_, cols};
+  }
+
+ private:
+  static bool by_rows(int64_t rows) { return rows >= kRowSplitMin; }
+
+  // Waits at a barrier unless every element this thread reads of v was written before the last
+  // barrier or by this thread: own_rows >= 0 means it reads only its share of own_rows rows.
+  void wait_for(const Value& v, int64_t own_rows = -1) {
+    if (v.epoch < epoch_) return;
+    if (own_rows >= 0 && v.share == Share::rows && v.rows == own_rows) return;
+#pragma omp barrier
+    ++epoch_;
+  }
+
+  // norm_linear's outputs alternate between two buffers. In run_gpt each is read by the next step
+  // only, and between a norm_linear and the next-but-one lies an attention, whose barrier every
+  // thread passes; so no thread writes a buffer another may still be reading (row-split threads
+  // run ahead of each other between barriers, and a 3C-wide row of one thread overlaps C-wide
+  // rows of others: reuse without that barrier would be a race).
+  float* next_linear_buffer() {
+    flip_ = !flip_;
+    return b_.linear_out[flip_ ? 1 : 0];
+  }
+
+  // act(in) into activated for the elements this thread wrote of `in` (so no barrier is needed
+  // before it), then the barrier the projection needs.
+  void activate_own_part(Activation act, const Value& in, int64_t width) {
+    if (in.share == Share::columns && in.epoch == epoch_) {
+      for (int64_t r = 0; r < in.rows; ++r)
+        activation_forward(act, in.data + r * width + in.cols.begin, b_.activated + r * width + in.cols.begin,
+                           in.cols.size());
+    } else {
+      wait_for(in);
+      const Range own = my_share(in.rows, 1);
+      activation_forward(act, in.data + own.begin * width, b_.activated + own.begin * width, own.size() * width);
+    }
+#pragma omp barrier
+    ++epoch_;
+  }
+
+  // x_out[r][cols] = x[source row][cols] + projected[r][cols]; source row r * stride + stride - 1
+  // (each sequence's last row when trimming, r itself otherwise).
+  void add_rows(const float* x, int64_t stride, Range rows, Range cols, float* x_out) const {
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+      const float* source = x + (r * stride + stride - 1) * C_;
+      for (int64_t j = cols.begin; j < cols.end; ++j) x_out[r * C_ + j] = source[j] + b_.projected[r * C_ + j];
+    }
+  }
+
+  Generator& g_;
+  const Buffers& b_;
+  const int32_t* tokens_;
+  int64_t n_;
+  bool last_rows_only_;
+  int64_t C_;
+  int64_t thread_;
+  int64_t epoch_ = 0;
+  bool flip_ = false;
 };
 
 Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), arena_(4u << 20) {
@@ -119,11 +288,8 @@ Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), 
   for (int64_t l = 0; l < c.n_layer; ++l) {
     keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
     values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
-    const Gpt::BlockParams w = model.block(l);
-    packed_.push_back({packed_transpose(w.c_attn_w), packed_transpose(w.attn_proj_w), packed_transpose(w.c_fc_w),
-                       packed_transpose(w.mlp_proj_w)});
   }
-  lm_head_ = packed_transpose(model.wte());
+  for (const LinearWeights* linear : model.weights().linears()) packed_.push_back(packed_transpose(linear->weight));
   last_logits_.resize(static_cast<std::size_t>(batch * c.vocab_size));
 }
 
@@ -143,14 +309,13 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   b.threads = omp_get_max_threads();
   b.rows = R;
   b.total = length_ + n;
+  const int64_t widest = std::max(4 * C, V);
   b.x = arena_.allocate_floats(R * C);
   b.x_last = arena_.allocate_floats(batch_ * C);
-  b.qkv = arena_.allocate_floats(R * 3 * C);
+  for (float*& out : b.linear_out) out = arena_.allocate_floats(R * widest);
   b.attended = arena_.allocate_floats(R * C);
-  b.projected = arena_.allocate_floats(R * C);
-  b.hidden = arena_.allocate_floats(R * 4 * C);
   b.activated = arena_.allocate_floats(R * 4 * C);
-  b.logits = arena_.allocate_floats(R * V);
+  b.projected = arena_.allocate_floats(R * C);
   b.normed = arena_.allocate_floats(b.threads * R * C);
   b.stats = arena_.allocate_floats(b.threads * 2 * R);
   b.scores = arena_.allocate_floats(b.threads * n * b.total);
@@ -159,132 +324,22 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   // Only each sequence's last position feeds the next token: unless every position's logits or
   // attention are wanted, the last layer runs attention, the MLP and the head for that row only.
   const bool last_rows_only = !all_logits && !capture_;
-  forward(b, tokens, n, last_rows_only);
+  const float* logits = nullptr;
+#pragma omp parallel num_threads(static_cast<int>(b.threads))
+  {
+    StepExecutor executor(*this, b, tokens, n, last_rows_only);
+    const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);
+    if (omp_get_thread_num() == 0) logits = out.data;
+  }
   length_ += n;
 
   const int64_t logit_rows_per_sequence = last_rows_only ? 1 : n;
   for (int64_t s = 0; s < batch_; ++s) {
-    const float* last = b.logits + ((s + 1) * logit_rows_per_sequence - 1) * V;
+    const float* last = logits + ((s + 1) * logit_rows_per_sequence - 1) * V;
     std::copy(last, last + V, last_logits_.begin() + s * V);
   }
-  if (all_logits) all_logits->assign(b.logits, b.logits + R * V);
+  if (all_logits) all_logits->assign(logits, logits + R * V);
   return last_logits_.data();
-}
-
-void Generator::forward(const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only) {
-  const GptConfig& c = model_.config();
-  const int64_t C = c.n_embd, H = c.n_head, hs = C / H, start = length_, total = b.total;
-  const int64_t L = c.n_layer;
-  const Tensor wte = model_.wte(), wpe = model_.wpe();
-  const Tensor ln_f_w = model_.ln_f_w(), ln_f_b = model_.ln_f_b();
-
-#pragma omp parallel num_threads(static_cast<int>(b.threads))
-  {
-    const int64_t t = omp_get_thread_num();
-    float* normed = b.normed + t * b.rows * C;
-    float* mean = b.stats + t * 2 * b.rows;
-    float* rstd = mean + b.rows;
-    float* scratch_scores = b.scores + t * n * total;
-
-    // Two ways to share a step. Many rows (a prompt, a re-encoded window, a batch): each thread
-    // takes whole rows through layernorm, the products, GELU and the residual adds, and the
-    // threads meet only where attention needs every row's keys and values. Few rows (one token):
-    // each thread takes output columns of every product, and each normalises all rows itself.
-    auto by_rows = [](int64_t rows) { return rows >= kRowSplitMin; };
-
-    const Range emb_rows = my_share(b.rows, 1);
-    for (int64_t r = emb_rows.begin; r < emb_rows.end; ++r) {
-      const float* token = wte.data + static_cast<int64_t>(tokens[r]) * C;
-      const float* position = wpe.data + (start + r % n) * C;
-      for (int64_t j = 0; j < C; ++j) b.x[r * C + j] = token[j] + position[j];
-    }
-    if (!by_rows(b.rows)) {
-#pragma omp barrier
-    }
-
-    float* x = b.x;
-    int64_t rows = b.rows;
-    for (int64_t l = 0; l < L; ++l) {
-      const Gpt::BlockParams w = model_.block(l);
-      const PackedWeights& wp = packed_[static_cast<std::size_t>(l)];
-      if (by_rows(rows)) {
-        const Range own = my_share(rows, 1);
-        detail::layernorm_forward(x + own.begin * C, w.ln_1_w.data, w.ln_1_b.data, normed + own.begin * C, mean, rstd,
-                                  own.size(), C);
-        rows_linear(normed, own, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
-      } else {
-        detail::layernorm_forward(x, w.ln_1_w.data, w.ln_1_b.data, normed, mean, rstd, rows, C);
-        team_linear(normed, rows, w.c_attn_w, wp.c_attn, w.c_attn_b.data, b.qkv);
-      }
-#pragma omp barrier
-
-      const bool trim = last_rows_only && l == L - 1 && n > 1;
-      const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
-      const Range items = my_share(batch_ * H, 1);
-      for (int64_t item = items.begin; item < items.end; ++item) {
-        const int64_t s = item / H, h = item % H;
-        const float* qkv = b.qkv + s * n * 3 * C;
-        float* keys = keys_[l].data() + s * c.block_size * C;
-        float* values = values_[l].data() + s * c.block_size * C;
-        for (int64_t i = 0; i < n; ++i) {
-          std::memcpy(keys + (start + i) * C + h * hs, qkv + i * 3 * C + C + h * hs, hs * sizeof(float));
-          std::memcpy(values + (start + i) * C + h * hs, qkv + i * 3 * C + 2 * C + h * hs, hs * sizeof(float));
-        }
-        float* scores = capture_ ? captured_.data() + (l * H + h) * n * total : scratch_scores;
-        head_attention(qkv, keys, values, n, q0, start, C, hs, h, b.attended + s * nq * C, scores);
-      }
-#pragma omp barrier
-
-      // x + c_proj(attention), then x + mlp(ln_2(x)). When only the last rows go on, the residual
-      // stream is gathered into x_last on the way.
-      const int64_t out_rows = batch_ * nq;
-      float* x_out = trim ? b.x_last : x;
-      auto residual_source = [&](int64_t r) { return trim ? r * n + n - 1 : r; };
-      if (by_rows(out_rows)) {
-        const Range own = my_share(out_rows, 1);
-        rows_linear(b.attended, own, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
-        for (int64_t r = own.begin; r < own.end; ++r)
-          for (int64_t j = 0; j < C; ++j) x_out[r * C + j] = x[residual_source(r) * C + j] + b.projected[r * C + j];
-        detail::layernorm_forward(x_out + own.begin * C, w.ln_2_w.data, w.ln_2_b.data, normed + own.begin * C, mean, rstd,
-                                  own.size(), C);
-        rows_linear(normed, own, w.c_fc_w, wp.c_fc, w.c_fc_b.data, b.hidden);
-        detail::gelu_forward(b.hidden + own.begin * 4 * C, b.activated + own.begin * 4 * C, own.size() * 4 * C);
-        rows_linear(b.activated, own, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b.data, b.projected);
-        for (int64_t r = own.begin; r < own.end; ++r)
-          for (int64_t j = 0; j < C; ++j) x_out[r * C + j] = x_out[r * C + j] + b.projected[r * C + j];
-        x = x_out;
-        rows = out_rows;
-        continue;  // the next layer reads only this thread's rows before its barrier
-      }
-      Range cols = team_linear(b.attended, out_rows, w.attn_proj_w, wp.attn_proj, w.attn_proj_b.data, b.projected);
-      for (int64_t r = 0; r < out_rows; ++r)
-        for (int64_t j = cols.begin; j < cols.end; ++j)
-          x_out[r * C + j] = x[residual_source(r) * C + j] + b.projected[r * C + j];
-      x = x_out;
-      rows = out_rows;
-#pragma omp barrier
-
-      detail::layernorm_forward(x, w.ln_2_w.data, w.ln_2_b.data, normed, mean, rstd, rows, C);
-      cols = team_linear(normed, rows, w.c_fc_w, wp.c_fc, w.c_fc_b.data, b.hidden);
-      for (int64_t r = 0; r < rows; ++r)
-        detail::gelu_forward(b.hidden + r * 4 * C + cols.begin, b.activated + r * 4 * C + cols.begin, cols.size());
-#pragma omp barrier
-
-      cols = team_linear(b.activated, rows, w.mlp_proj_w, wp.mlp_proj, w.mlp_proj_b.data, b.projected);
-      for (int64_t r = 0; r < rows; ++r)
-        for (int64_t j = cols.begin; j < cols.end; ++j) x[r * C + j] = x[r * C + j] + b.projected[r * C + j];
-#pragma omp barrier
-    }
-    if (by_rows(rows)) {
-      const Range own = my_share(rows, 1);
-      detail::layernorm_forward(x + own.begin * C, ln_f_w.data, ln_f_b.data, normed + own.begin * C, mean, rstd,
-                                own.size(), C);
-      rows_linear(normed, own, wte, lm_head_, nullptr, b.logits);
-    } else {
-      detail::layernorm_forward(x, ln_f_w.data, ln_f_b.data, normed, mean, rstd, rows, C);
-      team_linear(normed, rows, wte, lm_head_, nullptr, b.logits);
-    }
-  }
 }
 
 }  // namespace gpt

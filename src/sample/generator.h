@@ -4,11 +4,11 @@
 // forward for a prompt or a re-encoded window, one token per sequence afterwards) and returns each
 // sequence's logits after its last new token.
 //
-// One OpenMP parallel region per append: the threads split every product by output columns (and
-// attention by (sequence, head)), meet at a barrier only where an op needs another thread's
-// columns, and each normalises the rows it reads itself. Every output element is computed by one
-// thread with the same arithmetic whatever the split, so results do not depend on the thread
-// count. The weights are read, never written: the Generator keeps packed copies of them, so the
+// One OpenMP parallel region per append, in which every thread runs the model's one definition
+// (model/gpt_definition.h) through a StepExecutor: threads split products by rows or by output
+// columns (and attention by (sequence, head)) and meet at a barrier only where a step needs
+// another thread's output. Every output element is computed by one thread with the same
+// arithmetic whatever the split, so results do not depend on the thread count. The weights are read, never written: the Generator keeps packed copies of them, so the
 // model must not change while a Generator uses it. Per-step memory comes from an arena reset
 // every call: steady-state generation allocates nothing.
 #pragma once
@@ -44,18 +44,14 @@ class Generator {
   const std::vector<float>& captured_attention() const { return captured_; }
 
  private:
-  struct PackedWeights {
-    PackedMatrix c_attn, attn_proj, c_fc, mlp_proj;  // W^T in the GEMM's packed layout
-  };
-  struct Buffers;  // one append's activations, from the arena
-  void forward(const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only);
+  struct Buffers;       // one append's activations, from the arena
+  class StepExecutor;   // one thread's part of an append, running the model definition
 
   Gpt& model_;
   int64_t batch_;
   Arena arena_;
   std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, C]
-  std::vector<PackedWeights> packed_;                // per layer, for appends of several rows
-  PackedMatrix lm_head_;
+  std::vector<PackedMatrix> packed_;                 // W^T of every linear, by LinearWeights::index
   std::vector<float> last_logits_;
   int64_t length_ = 0;
   bool capture_ = false;

@@ -86,9 +86,4 @@ void generate(Generator& generator, const std::vector<int32_t>& prompt, const Ge
   }
 }
 
-Rng sample_rng(uint64_t seed, int64_t sample) {
-  if (sample == 0) return Rng(seed);
-  return Rng(splitmix64_mix(seed + static_cast<uint64_t>(sample) * kSplitmixIncrement));
-}
-
 }  // namespace gpt

@@ -53,12 +53,6 @@ using TokenCallback = std::function<void(int64_t sequence, int32_t token, const 
 void generate(Generator& generator, const std::vector<int32_t>& prompt, const GenerationSettings& settings,
               std::vector<Rng>& rngs, const TokenCallback& on_token);
 
-// The random stream of sample number `sample` of a run seeded with `seed`: sample 0 draws from
-// Rng(seed), the others from streams derived from (seed, sample). Each sample's draws therefore
-// do not depend on how many samples are drawn or generated together (its logits do, in the last
-// bits: a batch's products sum in another order than one sequence's).
-Rng sample_rng(uint64_t seed, int64_t sample);
-
 // A prompt longer than block_size keeps its last block_size tokens (nanoGPT crops the same way);
 // returns how many were dropped.
 int64_t crop_prompt(std::vector<int32_t>& prompt, int64_t block_size);

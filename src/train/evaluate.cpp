@@ -5,16 +5,18 @@
 
 namespace gpt {
 
-double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, int64_t iters, int64_t B, int64_t T,
-                     Rng& rng, Batch& batch) {
+double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& e,
+                     Batch& batch) {
   NoGradGuard no_grad(graph);
+  const int64_t B = e.batch_size, T = e.block_size;
   double total = 0.0;
-  for (int64_t i = 0; i < iters; ++i) {
-    Dataset::sample_batch(split, B, T, rng, batch);
-    total += model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rng).loss.item();
+  for (int64_t i = 0; i < e.count; ++i) {
+    Rng rows = eval_batch_stream(e.seed, e.iter, which, i);
+    Dataset::sample_batch(split, B, T, rows, batch);
+    total += model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rows).loss.item();
     graph.reset();
   }
-  return total / static_cast<double>(iters);
+  return total / static_cast<double>(e.count);
 }
 
 WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>& ids, int64_t T, int64_t batch) {

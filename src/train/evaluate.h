@@ -6,15 +6,23 @@
 #include <vector>
 
 #include "core/graph.h"
-#include "core/rng.h"
+#include "core/random_streams.h"
 #include "data/dataset.h"
 #include "model/gpt.h"
 
 namespace gpt {
 
-// Mean cross-entropy over `iters` random batches of `split` (batch B, length T).
-double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, int64_t iters, int64_t B, int64_t T,
-                     Rng& rng, Batch& scratch_batch);
+// Which batches an evaluation at iteration `iter` draws: batch i of `split` comes from
+// eval_batch_stream(seed, iter, split, i), so it does not depend on training or earlier evals.
+struct EvalBatches {
+  uint64_t seed;
+  int64_t iter;
+  int64_t count, batch_size, block_size;
+};
+
+// Mean cross-entropy over the batches of `which` (drawn from `split`'s ids).
+double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& batches,
+                     Batch& scratch_batch);
 
 struct WindowEval {
   double loss_nats = 0;   // mean cross-entropy per predicted character

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <numbers>
 
+#include "train/train_config.h"
+
 namespace gpt {
 
 struct LrSchedule {
@@ -22,5 +24,9 @@ struct LrSchedule {
     return min_lr + coeff * (learning_rate - min_lr);
   }
 };
+
+inline LrSchedule lr_schedule(const TrainConfig& c) {
+  return {c.learning_rate, c.min_lr, c.warmup_iters, c.lr_decay_iters, c.decay_lr};
+}
 
 }  // namespace gpt

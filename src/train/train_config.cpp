@@ -35,17 +35,20 @@ const std::vector<ConfigKey>& config_keys() {
       {"log_interval", &C::log_interval, "log every this many iterations"},
       {"always_save_checkpoint", &C::always_save_checkpoint, "save after every evaluation, not only when val loss improves"},
       {"init_from", &C::init_from, "\"scratch\" or \"resume\" (continue the run in out_dir)"},
+      {"optimizer", &C::optimizer, "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
       {"learning_rate", &C::learning_rate, "peak learning rate"},
       {"decay_lr", &C::decay_lr, "warmup then cosine decay (false: constant learning rate)"},
       {"warmup_iters", &C::warmup_iters, "linear warmup iterations"},
       {"lr_decay_iters", &C::lr_decay_iters, "iteration at which the cosine decay reaches min_lr"},
       {"min_lr", &C::min_lr, "final learning rate"},
-      {"weight_decay", &C::weight_decay, "AdamW weight decay (on matrices and embeddings only)"},
+      {"weight_decay", &C::weight_decay, "decoupled weight decay (on matrices and embeddings only)"},
       {"beta1", &C::beta1, "AdamW beta1"},
       {"beta2", &C::beta2, "AdamW beta2"},
+      {"lion_beta1", &C::lion_beta1, "Lion beta1 (interpolation for the update's sign)"},
+      {"lion_beta2", &C::lion_beta2, "Lion beta2 (momentum decay)"},
       {"grad_clip", &C::grad_clip, "clip gradients to this global norm (0 = off)"},
       {"gradient_accumulation_steps", &C::gradient_accumulation_steps, "micro-batches per optimizer step"},
-      {"seed", &C::seed, "random seed (initialisation, batches, dropout)"},
+      {"seed", &C::seed, "random seed: keys every random stream (initialisation, batches, dropout, evaluation)"},
       {"threads", &C::threads, "worker threads (0 = all cores)"},
   };
   return keys;
@@ -68,6 +71,8 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.dropout >= 0 && c.dropout < 1)) return {"dropout", "must be in [0, 1)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
   if (c.init_from != "scratch" && c.init_from != "resume") return {"init_from", "must be \"scratch\" or \"resume\", got \"" + c.init_from + "\""};
+  if (c.optimizer != "adamw" && c.optimizer != "lion")
+    return {"optimizer", "must be \"adamw\" or \"lion\", got \"" + c.optimizer + "\""};
   if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};
   if (!(c.min_lr >= 0)) return {"min_lr", "must be >= 0"};
   if (c.warmup_iters < 0) return {"warmup_iters", "must be >= 0"};
@@ -76,6 +81,8 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.weight_decay >= 0)) return {"weight_decay", "must be >= 0"};
   if (!(c.beta1 >= 0 && c.beta1 < 1)) return {"beta1", "must be in [0, 1)"};
   if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
+  if (!(c.lion_beta1 >= 0 && c.lion_beta1 < 1)) return {"lion_beta1", "must be in [0, 1)"};
+  if (!(c.lion_beta2 >= 0 && c.lion_beta2 < 1)) return {"lion_beta2", "must be in [0, 1)"};
   if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
   if (c.seed < 0) return {"seed", "must be >= 0"};
   if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};

@@ -34,6 +34,7 @@ struct TrainConfig {
   bool always_save_checkpoint = false;
   std::string init_from = "scratch";
   // optimizer
+  std::string optimizer = "adamw";
   double learning_rate = 1e-3;
   bool decay_lr = true;
   int64_t warmup_iters = 100;
@@ -42,6 +43,8 @@ struct TrainConfig {
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.99;
+  double lion_beta1 = 0.9;
+  double lion_beta2 = 0.99;
   double grad_clip = 1.0;
   int64_t gradient_accumulation_steps = 1;
   // system

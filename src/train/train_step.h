@@ -1,5 +1,7 @@
-// One optimizer step: gradient_accumulation_steps micro-batches of forward + backward, global-norm
-// clipping, AdamW, zero-grad. Shared by the training loop and `gpt bench`.
+// One optimizer step: this process's micro-batches of forward + backward, the gradient sync,
+// global-norm clipping, the optimizer, zero-grad. Every random draw is keyed by (seed, iteration,
+// micro-batch), so a micro-batch's rows, dropout masks, loss and gradient are the same whichever
+// process computes it and whatever ran before. Shared by the training loop and `gpt bench`.
 #pragma once
 
 #include <cstdint>
@@ -8,13 +10,15 @@
 #include "core/graph.h"
 #include "data/dataset.h"
 #include "model/gpt.h"
-#include "train/adamw.h"
+#include "train/gradient_sync.h"
+#include "train/optimizer.h"
 
 namespace gpt {
 
 struct StepSettings {
   int64_t batch_size, block_size, accumulation_steps;
   double grad_clip;
+  uint64_t seed;
 };
 
 struct StepResult {
@@ -23,8 +27,15 @@ struct StepResult {
   bool finite() const;
 };
 
-// Computes gradients, clips, and only if loss and norm are finite applies AdamW at `lr`.
-StepResult train_step(Gpt& model, Graph& graph, AdamW& optimizer, const std::vector<int32_t>& split,
-                      const StepSettings& settings, double lr, Rng& rng, Batch& batch);
+// Forward and backward of micro-batch `micro` of iteration `iter`: its gradient, scaled by
+// 1 / accumulation_steps, is added to the parameters' gradients. Returns its loss.
+double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_t>& split, const StepSettings& settings,
+                              int64_t iter, int64_t micro, Batch& batch);
+
+// Computes the iteration's gradient, clips, and only if loss and norm are finite applies the
+// optimizer at `lr`.
+StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync,
+                      const std::vector<int32_t>& split, const StepSettings& settings, int64_t iter, double lr,
+                      Batch& batch);
 
 }  // namespace gpt

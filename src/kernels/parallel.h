@@ -1,0 +1,36 @@
+// When a loop is worth a parallel region, and the column-block idiom, stated once.
+// Opening an OpenMP region and joining it costs a few microseconds on two cores; below these
+// sizes (in floats touched) the loop is faster on one thread. None of them changes a result:
+// every parallel loop writes disjoint outputs with the same arithmetic on any thread count.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+
+namespace gpt {
+
+// Memory-bound elementwise loops (add, scale, dropout, residual adds, embeddings): one pass, a
+// few flops per float; 64K floats (256 KB, about an L2) is where two threads start to win.
+inline constexpr int64_t kParallelMinElementwise = int64_t{1} << 16;
+// Row reductions (layernorm, softmax, cross-entropy, AdamW): several passes or a sqrt per
+// element, so half the size pays.
+inline constexpr int64_t kParallelMinRowReduction = int64_t{1} << 15;
+// Elementwise loops with transcendental functions (GELU's erf and exp): about 4x the work per
+// float of a plain loop.
+inline constexpr int64_t kParallelMinElementwiseTranscendental = int64_t{1} << 14;
+// Matrix-vector products (N * K weights streamed once).
+inline constexpr int64_t kParallelMinMatVec = int64_t{1} << 14;
+
+// Column sums over many rows (bias and layernorm gradients, embedding scatter) run over blocks of
+// kColumnBlock columns: each block's accumulators stay in registers while a thread streams every
+// row of it, and each block is written by one thread (no atomics, thread-count independent).
+inline constexpr int64_t kColumnBlock = 64;
+inline int64_t column_blocks(int64_t columns) { return (columns + kColumnBlock - 1) / kColumnBlock; }
+struct ColumnRange {
+  int64_t begin, end;
+};
+inline ColumnRange column_block(int64_t block, int64_t columns) {
+  return {block * kColumnBlock, std::min(columns, (block + 1) * kColumnBlock)};
+}
+
+}  // namespace gpt

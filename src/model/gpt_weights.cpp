@@ -1,0 +1,86 @@
+#include "model/gpt_weights.h"
+
+#include <cmath>
+#include <string>
+
+namespace gpt {
+
+namespace {
+
+// Walks the list of parameters twice: first declaring each one (name, shape, init), then, once
+// the store is finalized, reading each back by the same name. So the list exists once.
+class WeightBinder {
+ public:
+  WeightBinder(ParamStore& store, bool bias) : store_(store), bias_(bias) {}
+  void finish_declaring() {
+    store_.finalize();
+    declaring_ = false;
+    next_linear_ = 0;
+  }
+
+  Tensor param(const std::string& name, Shape shape, Init init) {
+    if (declaring_) {
+      store_.add(name, shape, init);
+      return {};
+    }
+    return store_.tensor(name);
+  }
+  NormWeights norm(const std::string& prefix, int64_t C) {
+    return {param(prefix + ".weight", Shape{C}, Init::ones()), optional_bias(prefix + ".bias", C)};
+  }
+  LinearWeights linear(const std::string& prefix, int64_t out, int64_t in, double stddev) {
+    return {param(prefix + ".weight", Shape{out, in}, Init::normal(stddev)), optional_bias(prefix + ".bias", out),
+            next_linear_++};
+  }
+  LinearWeights tied(const Tensor& weight) { return {weight, Tensor{}, next_linear_++}; }
+
+ private:
+  Tensor optional_bias(const std::string& name, int64_t n) { return bias_ ? param(name, Shape{n}, Init::zeros()) : Tensor{}; }
+
+  ParamStore& store_;
+  bool bias_;
+  bool declaring_ = true;
+  int next_linear_ = 0;
+};
+
+GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
+  const int64_t C = c.n_embd;
+  constexpr double stddev = 0.02;
+  // GPT-2's scaled init: the projections that write into the residual stream start smaller, so
+  // the stream's variance does not grow with depth.
+  const double residual_stddev = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+  GptWeights w;
+  w.wte = bind.param("transformer.wte.weight", Shape{c.vocab_size, C}, Init::normal(stddev));
+  w.wpe = bind.param("transformer.wpe.weight", Shape{c.block_size, C}, Init::normal(stddev));
+  for (int64_t l = 0; l < c.n_layer; ++l) {
+    const std::string p = "transformer.h." + std::to_string(l) + ".";
+    w.blocks.push_back({.ln_1 = bind.norm(p + "ln_1", C),
+                        .c_attn = bind.linear(p + "attn.c_attn", 3 * C, C, stddev),
+                        .attn_proj = bind.linear(p + "attn.c_proj", C, C, residual_stddev),
+                        .ln_2 = bind.norm(p + "ln_2", C),
+                        .c_fc = bind.linear(p + "mlp.c_fc", 4 * C, C, stddev),
+                        .mlp_proj = bind.linear(p + "mlp.c_proj", C, 4 * C, residual_stddev)});
+  }
+  w.ln_f = bind.norm("transformer.ln_f", C);
+  w.lm_head = bind.tied(w.wte);
+  return w;
+}
+
+}  // namespace
+
+std::vector<const LinearWeights*> GptWeights::linears() const {
+  std::vector<const LinearWeights*> all;
+  for (const BlockWeights& b : blocks)
+    for (const LinearWeights* l : {&b.c_attn, &b.attn_proj, &b.c_fc, &b.mlp_proj}) all.push_back(l);
+  all.push_back(&lm_head);
+  return all;
+}
+
+GptWeights declare_gpt_weights(ParamStore& store, const GptConfig& config) {
+  WeightBinder bind(store, config.bias);
+  list_weights(bind, config);
+  bind.finish_declaring();
+  return list_weights(bind, config);
+}
+
+}  // namespace gpt
