@@ -9,6 +9,7 @@
 #include "attention_reference.h"
 #include "gradcheck.h"
 #include "ops/ops.h"
+#include "thread_count.h"
 
 namespace gpt {
 namespace {
@@ -131,6 +132,31 @@ TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
   EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
   g.backward(sum(g, out));
   EXPECT_LT(arena.high_water_bytes(), std::size_t{4} << 20);
+}
+
+// Backward may run with more threads than forward had (a caller changes the count in between):
+// its per-thread scratch was sized in forward, so the op must use the team size it sized for.
+// Out of bounds otherwise (AddressSanitizer reports it; here the gradients would differ).
+TEST(FusedAttention, BackwardOnMoreThreadsThanForwardUsesItsScratchSafely) {
+  const int64_t B = 3, T = 70, C = 16;
+  Rng rng(21);
+  OwnedTensor qkv(Shape{B, T, 3 * C}, rng), upstream(Shape{B, T, C}, rng);
+  auto gradient = [&](int forward_threads, int backward_threads) {
+    Arena arena;
+    Graph g(arena);
+    Rng dropout_rng(4);
+    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+    Tensor out = testing::on_threads(forward_threads, [&] { return causal_self_attention(g, qkv.view(), 4, 0.1f, dropout_rng, true); });
+    std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+    testing::on_threads(backward_threads, [&] {
+      g.run_backward();
+      return 0;
+    });
+    return qkv.grad;
+  };
+  const std::vector<float> reference = gradient(1, 1);
+  EXPECT_EQ(gradient(1, 3), reference);
+  EXPECT_EQ(gradient(2, 1), reference);
 }
 
 // The fused block ops must give exactly the composition's values and gradients (same calls, same

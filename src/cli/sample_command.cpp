@@ -31,13 +31,9 @@ struct SampleOptions {
   std::string checkpoint;
   std::string prompt = "\n";
   std::string prompt_file;
-  int64_t max_new_tokens = 500;
+  GenerationSettings generation;  // max_new_tokens, context_shift, temperature, top_k, top_p
   int64_t num_samples = 1;
-  double temperature = 0.8;
-  int64_t top_k = 200;
-  double top_p = 1.0;
   int64_t seed = 1337;
-  int64_t context_shift = 0;
   int threads = 0;
   bool quiet = false;
 };
@@ -52,13 +48,13 @@ std::string vocabulary_listing(const Vocab& vocab) {
 }
 
 void validate(const SampleOptions& o) {
-  if (o.max_new_tokens < 0) throw UserError("--max_new_tokens must be >= 0, got " + std::to_string(o.max_new_tokens));
+  if (o.generation.max_new_tokens < 0) throw UserError("--max_new_tokens must be >= 0, got " + std::to_string(o.generation.max_new_tokens));
   if (o.num_samples < 1) throw UserError("--num_samples must be >= 1, got " + std::to_string(o.num_samples));
-  if (!(o.temperature >= 0)) throw UserError("--temperature must be >= 0 (0 = greedy), got " + std::to_string(o.temperature));
-  if (o.top_k < 0) throw UserError("--top_k must be >= 0 (0 = off), got " + std::to_string(o.top_k));
-  if (!(o.top_p > 0 && o.top_p <= 1)) throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.top_p));
+  if (!(o.generation.sampling.temperature >= 0)) throw UserError("--temperature must be >= 0 (0 = greedy), got " + std::to_string(o.generation.sampling.temperature));
+  if (o.generation.sampling.top_k < 0) throw UserError("--top_k must be >= 0 (0 = off), got " + std::to_string(o.generation.sampling.top_k));
+  if (!(o.generation.sampling.top_p > 0 && o.generation.sampling.top_p <= 1)) throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.generation.sampling.top_p));
   if (o.seed < 0) throw UserError("--seed must be >= 0");
-  if (o.context_shift < 0) throw UserError("--context_shift must be >= 0 (0 = exact)");
+  if (o.generation.context_shift < 0) throw UserError("--context_shift must be >= 0 (0 = exact)");
 }
 
 int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
@@ -69,7 +65,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
   Gpt& model = *loaded.model;
   const int64_t block_size = model.config().block_size;
-  if (options.context_shift > block_size)
+  if (options.generation.context_shift > block_size)
     throw UserError("--context_shift must be at most block_size (" + std::to_string(block_size) + ")");
 
   std::string prompt_bytes = options.prompt;
@@ -97,12 +93,9 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     spdlog::warn("the prompt has {} characters; only its last {} (block_size) condition the text", prompt.size() + dropped,
                  block_size);
   spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(), block_size,
-               loaded.vocab.size(), options.context_shift ? "context_shift " + std::to_string(options.context_shift) : std::string("exact"));
+               loaded.vocab.size(), options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift) : std::string("exact"));
 
-  GenerationSettings settings;
-  settings.max_new_tokens = options.max_new_tokens;
-  settings.context_shift = options.context_shift;
-  settings.sampling = {options.temperature, options.top_k, options.top_p};
+  const GenerationSettings& settings = options.generation;
   const std::string shown_prompt = [&] {
     std::string s;
     for (int32_t id : prompt) s += loaded.vocab.decode(id);
@@ -134,7 +127,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     std::fflush(stdout);
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const double tokens = static_cast<double>(options.max_new_tokens * options.num_samples);
+  const double tokens = static_cast<double>(options.generation.max_new_tokens * options.num_samples);
   spdlog::info("{} tokens in {:.2f} s: {:.0f} tokens/s", static_cast<int64_t>(tokens), seconds, seconds > 0 ? tokens / seconds : 0.0);
   return 0;
 }
@@ -148,13 +141,13 @@ Command add_sample_command(CLI::App& app) {
   sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
   CLI::Option* prompt = sub->add_option("--prompt", options->prompt, "text to continue (default: a newline)");
   sub->add_option("--prompt_file", options->prompt_file, "read the prompt from a UTF-8 file");
-  sub->add_option("--max_new_tokens", options->max_new_tokens, "characters to generate per sample")->capture_default_str();
+  sub->add_option("--max_new_tokens", options->generation.max_new_tokens, "characters to generate per sample")->capture_default_str();
   sub->add_option("--num_samples", options->num_samples, "samples to draw")->capture_default_str();
-  sub->add_option("--temperature", options->temperature, "softmax temperature; 0 = greedy (argmax)")->capture_default_str();
-  sub->add_option("--top_k", options->top_k, "keep the k most likely characters (0 = off)")->capture_default_str();
-  sub->add_option("--top_p", options->top_p, "keep the smallest set reaching probability p, after top-k")->capture_default_str();
+  sub->add_option("--temperature", options->generation.sampling.temperature, "softmax temperature; 0 = greedy (argmax)")->capture_default_str();
+  sub->add_option("--top_k", options->generation.sampling.top_k, "keep the k most likely characters (0 = off)")->capture_default_str();
+  sub->add_option("--top_p", options->generation.sampling.top_p, "keep the smallest set reaching probability p, after top-k")->capture_default_str();
   sub->add_option("--seed", options->seed, "random seed: same checkpoint, flags and seed give the same text")->capture_default_str();
-  sub->add_option("--context_shift", options->context_shift,
+  sub->add_option("--context_shift", options->generation.context_shift,
                   "past block_size: 0 = exact (nanoGPT: re-encode the last block_size characters for every new one); "
                   "N = when the context is full, drop the oldest N characters and re-encode once (faster; each "
                   "character then sees block_size-N+1 .. block_size characters)")

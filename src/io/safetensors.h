@@ -43,8 +43,6 @@ class SafetensorsReader {
   SafetensorsReader(std::string bytes, std::string source);
   static SafetensorsReader open(const std::string& path);
 
-  const std::string& source() const { return source_; }
-  bool has(const std::string& name) const { return entries_.count(name) != 0; }
   const std::map<std::string, Entry>& entries() const { return entries_; }
   // A metadata string; UserError naming the key when absent.
   const std::string& metadata(const std::string& key) const;

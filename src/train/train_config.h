@@ -18,13 +18,13 @@ struct TrainConfig {
   std::string data_path;
   double val_fraction = 0.1;
   std::string out_dir = "out";
-  // model
-  int64_t n_layer = 6;
-  int64_t n_head = 6;
-  int64_t n_embd = 384;
-  int64_t block_size = 256;
-  double dropout = 0.2;
-  bool bias = false;
+  // model: the architecture's defaults are GptConfig's
+  int64_t n_layer = GptConfig{}.n_layer;
+  int64_t n_head = GptConfig{}.n_head;
+  int64_t n_embd = GptConfig{}.n_embd;
+  int64_t block_size = GptConfig{}.block_size;
+  double dropout = 0.2;  // a training setting (a model on its own runs without: GptConfig's 0)
+  bool bias = GptConfig{}.bias;
   // loop
   int64_t batch_size = 64;
   int64_t max_iters = 5000;
