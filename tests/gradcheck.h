@@ -46,8 +46,8 @@ struct GradcheckResult {
   std::string where;
 };
 
-inline GradcheckResult gradcheck(const OpFn& op, std::vector<OwnedTensor>& inputs, uint64_t seed = 99,
-                                 double h = 1e-2, double atol = 2e-3, double rtol = 1e-2) {
+inline GradcheckResult gradcheck(const OpFn& op, std::vector<OwnedTensor>& inputs, uint64_t seed = 99, double h = 1e-2,
+                                 double atol = 2e-3, double rtol = 1e-2) {
   Arena arena;
   Graph g(arena);
   for (auto& in : inputs) std::fill(in.grad.begin(), in.grad.end(), 0.0f);

@@ -112,8 +112,7 @@ void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_
   std::copy(upstream.data.begin(), upstream.data.end(), fused.grad_accumulator());
   std::copy(upstream.data.begin(), upstream.data.end(), ref.grad_accumulator());
   g.run_backward();
-  for (int64_t i = 0; i < qkv_fused.view().numel(); ++i)
-    EXPECT_NEAR(qkv_fused.grad[i], qkv_ref.grad[i], 1e-5) << i;
+  for (int64_t i = 0; i < qkv_fused.view().numel(); ++i) EXPECT_NEAR(qkv_fused.grad[i], qkv_ref.grad[i], 1e-5) << i;
 }
 
 TEST(FusedAttention, MatchesPrimitiveComposition) { expect_attention_matches_primitives(2, 9, 12, 3); }
@@ -146,7 +145,8 @@ TEST(FusedAttention, BackwardOnMoreThreadsThanForwardUsesItsScratchSafely) {
     Graph g(arena);
     Rng dropout_rng(4);
     std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
-    Tensor out = testing::on_threads(forward_threads, [&] { return causal_self_attention(g, qkv.view(), 4, 0.1f, dropout_rng, true); });
+    Tensor out = testing::on_threads(forward_threads,
+                                     [&] { return causal_self_attention(g, qkv.view(), 4, 0.1f, dropout_rng, true); });
     std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
     testing::on_threads(backward_threads, [&] {
       g.run_backward();

@@ -29,7 +29,8 @@ class Cli : public ::testing::Test {
   void expect_error(const std::string& args, int code, std::initializer_list<std::string> fragments) {
     const CommandResult r = run_gpt(args);
     EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
-    for (const std::string& f : fragments) EXPECT_NE(r.output.find(f), std::string::npos) << "missing \"" << f << "\" in:\n" << r.output;
+    for (const std::string& f : fragments)
+      EXPECT_NE(r.output.find(f), std::string::npos) << "missing \"" << f << "\" in:\n" << r.output;
   }
 };
 
@@ -49,12 +50,14 @@ TEST_F(Cli, InvalidJsonNamesLineAndColumn) {
 }
 
 TEST_F(Cli, UnknownKeySuggestsTheNearestName) {
-  expect_error("train --config " + tiny(", \"n_layers\": 4"), 2, {"unknown key \"n_layers\"", "did you mean \"n_layer\""});
+  expect_error("train --config " + tiny(", \"n_layers\": 4"), 2,
+               {"unknown key \"n_layers\"", "did you mean \"n_layer\""});
   expect_error("train --config " + tiny(", \"learnig_rate\": 1e-3"), 2, {"did you mean \"learning_rate\""});
 }
 
 TEST_F(Cli, WrongTypesAndRangesNameFileAndKey) {
-  expect_error("train --config " + tiny(", \"bias\": \"yes\""), 2, {"config.json", "\"bias\"", "expected true or false"});
+  expect_error("train --config " + tiny(", \"bias\": \"yes\""), 2,
+               {"config.json", "\"bias\"", "expected true or false"});
   expect_error("train --config " + tiny(", \"dropout\": 1.5"), 2, {"config.json", "\"dropout\"", "[0, 1)"});
   expect_error("train --config " + tiny(", \"batch_size\": 0"), 2, {"\"batch_size\"", "positive"});
   expect_error("train --config " + tiny(", \"n_embd\": 17"), 2, {"\"n_head\"", "divide n_embd"});
@@ -68,7 +71,8 @@ TEST_F(Cli, WrongTypesAndRangesNameFileAndKey) {
 
 TEST_F(Cli, BadTextFilesAreReportedBeforeTraining) {
   const std::string invalid = dir.write("invalid.txt", std::string("hello\xC3\x28 world", 13));
-  expect_error("train --config " + tiny() + " --data_path " + invalid, 2, {"invalid.txt", "invalid UTF-8 at byte offset 5"});
+  expect_error("train --config " + tiny() + " --data_path " + invalid, 2,
+               {"invalid.txt", "invalid UTF-8 at byte offset 5"});
   const std::string empty = dir.write("empty.txt", "");
   expect_error("train --config " + tiny() + " --data_path " + empty, 2, {"empty.txt", "empty"});
   expect_error("train --config " + tiny() + " --data_path " + dir.file(""), 2, {"is a directory"});
@@ -88,16 +92,18 @@ TEST_F(Cli, TrainThenEvalRoundTrip) {
   EXPECT_EQ(written["learning_rate"], 1e-3);  // a default, written out
 
   const CommandResult a = run_gpt("eval --out_dir " + dir.file("out") + " --data " + corpus + " --json", true);
-  const CommandResult b = run_gpt("eval --checkpoint " + dir.file("out/model.safetensors") + " --data " + corpus + " --json", true);
+  const CommandResult b =
+      run_gpt("eval --checkpoint " + dir.file("out/model.safetensors") + " --data " + corpus + " --json", true);
   ASSERT_EQ(a.exit_code, 0) << a.output;
   EXPECT_EQ(a.output, b.output);
   const auto result = nlohmann::json::parse(a.output);
   EXPECT_GT(result["loss"].get<double>(), 0.0);
   const auto n = static_cast<int64_t>(generated_corpus(8000).size());  // ASCII: bytes = characters
-  EXPECT_EQ(result["tokens"].get<int64_t>(), (n - 1) / 8 * 8);  // every full window of block_size 8
+  EXPECT_EQ(result["tokens"].get<int64_t>(), (n - 1) / 8 * 8);         // every full window of block_size 8
 
   const std::string foreign = dir.write("foreign.txt", "The king§ and queen");
-  expect_error("eval --out_dir " + dir.file("out") + " --data " + foreign, 2, {"'§' (U+00A7)", "position 8", "vocabulary"});
+  expect_error("eval --out_dir " + dir.file("out") + " --data " + foreign, 2,
+               {"'§' (U+00A7)", "position 8", "vocabulary"});
   expect_error("eval --out_dir " + dir.file("nowhere") + " --data " + corpus, 2, {"no checkpoint"});
 }
 
@@ -111,10 +117,13 @@ TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
   ASSERT_NE(first, std::string::npos) << a.output;
   EXPECT_EQ(a.output.rfind("The", 0), 0u);
   EXPECT_EQ(a.output.find("---------------\nThe", first), first + 1);
-  EXPECT_EQ(a.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --threads 1").output);
-  EXPECT_NE(a.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --seed 7").output);
+  EXPECT_EQ(a.output,
+            run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --threads 1").output);
+  EXPECT_NE(a.output,
+            run_gpt("sample " + out + " --prompt The --max_new_tokens 40 --num_samples 2 --quiet --seed 7").output);
   const CommandResult greedy = run_gpt("sample " + out + " --prompt The --max_new_tokens 20 --temperature 0 --quiet");
-  EXPECT_EQ(greedy.output, run_gpt("sample " + out + " --prompt The --max_new_tokens 20 --temperature 0 --seed 9 --quiet").output);
+  EXPECT_EQ(greedy.output,
+            run_gpt("sample " + out + " --prompt The --max_new_tokens 20 --temperature 0 --seed 9 --quiet").output);
   const CommandResult logged = run_gpt("sample " + out + " --max_new_tokens 5");
   EXPECT_NE(logged.output.find("tokens/s"), std::string::npos);
 

@@ -32,13 +32,14 @@ std::vector<float> run(bool ta, bool tb, const Case& c, const std::vector<float>
 }
 
 TEST(Gemm, MatchesReferenceOnOddShapes) {
-  const Case cases[] = {{1, 1, 1}, {1, 384, 128}, {1, 65, 13}, {7, 5, 3}, {1, 65, 129}, {65, 1, 7}, {13, 17, 300}, {129, 65, 128}, {50, 130, 513}};
+  const Case cases[] = {{1, 1, 1},  {1, 384, 128}, {1, 65, 13},    {7, 5, 3},     {1, 65, 129},
+                        {65, 1, 7}, {13, 17, 300}, {129, 65, 128}, {50, 130, 513}};
   for (const Case& c : cases)
     for (int ta = 0; ta < 2; ++ta)
       for (int tb = 0; tb < 2; ++tb)
         for (int acc = 0; acc < 2; ++acc) {
-          SCOPED_TRACE(std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) + " ta=" +
-                       std::to_string(ta) + " tb=" + std::to_string(tb) + " acc=" + std::to_string(acc));
+          SCOPED_TRACE(std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+                       " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " acc=" + std::to_string(acc));
           auto A = random_vector(c.M * c.K, 1), B = random_vector(c.K * c.N, 2), C0 = random_vector(c.M * c.N, 3);
           auto C = run(ta, tb, c, A, B, C0, acc);
           for (int64_t i = 0; i < c.M; ++i)
@@ -58,15 +59,15 @@ TEST(Gemm, MatchesReferenceOnOddShapes) {
 
 TEST(Gemm, PortablePathIsBitIdenticalToSimdPath) {
   for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}}) {
-  auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
-  for (int ta = 0; ta < 2; ++ta)
-    for (int tb = 0; tb < 2; ++tb) {
-      auto fast = run(ta, tb, c, A, B, C0, true);
-      gemm_force_portable(true);
-      auto portable = run(ta, tb, c, A, B, C0, true);
-      gemm_force_portable(false);
-      ASSERT_EQ(fast, portable) << "kernel " << gemm_kernel_name() << " M=" << c.M;
-    }
+    auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb) {
+        auto fast = run(ta, tb, c, A, B, C0, true);
+        gemm_force_portable(true);
+        auto portable = run(ta, tb, c, A, B, C0, true);
+        gemm_force_portable(false);
+        ASSERT_EQ(fast, portable) << "kernel " << gemm_kernel_name() << " M=" << c.M;
+      }
   }
 }
 
@@ -91,7 +92,8 @@ TEST(Gemm, ColumnSharesOfAPrepackedProductGiveItsBits) {
     gemm_prepacked(c.M, A.data(), c.K, packed, whole.data(), c.N, true);
     auto pieces = C0;
     for (int64_t j = 0; j < c.N; j += 2 * packed.nr())
-      gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N, true);
+      gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N,
+                             true);
     ASSERT_EQ(pieces, whole) << c.M << "x" << c.N << "x" << c.K;
   }
 }
@@ -102,7 +104,8 @@ TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemm) {
     const auto expected = run(false, true, c, a, B, C0, true);
     auto pieces = C0;
     for (int64_t j = 0; j < c.N; j += 8)  // any split gives the same bits
-      row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K, pieces.data() + j, true);
+      row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K,
+                                  pieces.data() + j, true);
     ASSERT_EQ(pieces, expected) << c.N << "x" << c.K;
     const std::vector<float> zeros(c.N, 0.0f);
     ASSERT_EQ(run(false, true, c, a, B, zeros, false), run(false, true, c, a, B, zeros, true));

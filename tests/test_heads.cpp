@@ -35,12 +35,13 @@ std::unique_ptr<Gpt> hand_set_model() {
   Tensor wpe = model->weights().wpe;
   for (int t = 0; t < 8; ++t) wpe.data[t * 16 + t] = 1.0f;
   const BlockWeights& w = model->weights().blocks[0];
-  for (int64_t i = 0; i < 16; ++i) w.ln_1.weight.data[i] = w.ln_2.weight.data[i] = model->weights().ln_f.weight.data[i] = 1.0f;
+  for (int64_t i = 0; i < 16; ++i)
+    w.ln_1.weight.data[i] = w.ln_2.weight.data[i] = model->weights().ln_f.weight.data[i] = 1.0f;
   float* c_attn = w.c_attn.weight.data;  // [48, 16]: rows 0..15 queries, 16..31 keys, 32..47 values
   const float S = 20.0f;
   for (int i = 0; i < 8; ++i) {
-    c_attn[i * 16 + (i + 1)] = S;       // head 0 query dim i reads position dim i + 1
-    c_attn[(16 + i) * 16 + i] = 1.0f;   // head 0 key dim i reads position dim i
+    c_attn[i * 16 + (i + 1)] = S;          // head 0 query dim i reads position dim i + 1
+    c_attn[(16 + i) * 16 + i] = 1.0f;      // head 0 key dim i reads position dim i
     c_attn[(16 + 8 + i) * 16 + i] = 1.0f;  // head 1 keys (its queries stay zero)
   }
   return model;
@@ -105,7 +106,8 @@ bool well_formed(const std::string& html, std::string& problem) {
     if (!closing) {
       stack.push_back(name);
     } else {
-      if (stack.empty() || stack.back() != name) return problem = "</" + name + "> closes <" + (stack.empty() ? "" : stack.back()) + ">", false;
+      if (stack.empty() || stack.back() != name)
+        return problem = "</" + name + "> closes <" + (stack.empty() ? "" : stack.back()) + ">", false;
       stack.pop_back();
     }
   }
@@ -147,8 +149,10 @@ TEST(HeadScores, StableAcrossTrainingRuns) {
     std::vector<double> values;
     for (const HeadScores& s : r.scores)
       values.insert(values.end(), {s.previous_token, s.self, s.first_token, s.entropy, s.distance, s.induction});
-    if (run == 0) first = values;
-    else EXPECT_EQ(values, first);
+    if (run == 0)
+      first = values;
+    else
+      EXPECT_EQ(values, first);
   }
 }
 

@@ -90,7 +90,8 @@ TEST(Safetensors, RejectsEveryMalformation) {
                                                  data))
                 .find("overlap"),
             std::string::npos);
-  EXPECT_NE(expect_safetensors_error(with_header(R"({"__metadata__":{"k":1}})", "")).find("not a string"), std::string::npos);
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"__metadata__":{"k":1}})", "")).find("not a string"),
+            std::string::npos);
   EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[2]}})", data)).find("data_offsets"),
             std::string::npos);
 }
@@ -103,14 +104,13 @@ TEST(Utf8, DecodesAndRejectsWithByteOffsets) {
   std::string round;
   for (char32_t c : out) append_utf8(c, round);
   EXPECT_EQ(round, "a\xC3\xA9\xE2\x82\xAC\xF0\x9F\x98\x80");
-  const std::pair<std::string, std::size_t> bad[] = {
-      {"ab\x80", 2},             // lone continuation
-      {"abc\xC3", 3},            // truncated
-      {"\xC0\xAF", 0},           // overlong '/'
-      {"x\xED\xA0\x80", 1},      // surrogate
-      {"\xF4\x90\x80\x80", 0},   // above U+10FFFF
-      {"ok\xE2\x28\xA1", 2},     // bad continuation
-      {"\xFF", 0}};
+  const std::pair<std::string, std::size_t> bad[] = {{"ab\x80", 2},            // lone continuation
+                                                     {"abc\xC3", 3},           // truncated
+                                                     {"\xC0\xAF", 0},          // overlong '/'
+                                                     {"x\xED\xA0\x80", 1},     // surrogate
+                                                     {"\xF4\x90\x80\x80", 0},  // above U+10FFFF
+                                                     {"ok\xE2\x28\xA1", 2},    // bad continuation
+                                                     {"\xFF", 0}};
   for (const auto& [bytes, offset] : bad) {
     EXPECT_FALSE(decode_utf8(bytes, out, error)) << bytes;
     EXPECT_EQ(error.byte_offset, offset) << bytes;
@@ -146,7 +146,8 @@ TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   EXPECT_EQ(nearest_config_key("nlayer"), "n_layer");
   testing::ScratchDir dir;
   const std::string path = dir.write("c.json", R"({"data_path": "x.txt"})");
-  const TrainConfig o = load_train_config(path, {{"n_head", "4"}, {"n_embd", "128"}, {"bias", "true"}, {"dropout", "0"}});
+  const TrainConfig o =
+      load_train_config(path, {{"n_head", "4"}, {"n_embd", "128"}, {"bias", "true"}, {"dropout", "0"}});
   EXPECT_EQ(o.n_head, 4);
   EXPECT_TRUE(o.bias);
   EXPECT_EQ(o.dropout, 0.0);

@@ -30,7 +30,8 @@ TEST(SoftmaxRow, MatchesDoublePrecision) {
     double max = -std::numeric_limits<double>::infinity(), sum = 0.0;
     for (float v : x) max = std::max(max, double(v) * scale);
     for (float v : x) sum += std::exp(double(v) * scale - max);
-    for (int64_t j = 0; j < n; ++j) EXPECT_NEAR(row[j], std::exp(double(x[j]) * scale - max) / sum, 2e-6) << n << " " << j;
+    for (int64_t j = 0; j < n; ++j)
+      EXPECT_NEAR(row[j], std::exp(double(x[j]) * scale - max) / sum, 2e-6) << n << " " << j;
   }
 }
 

@@ -51,14 +51,16 @@ void expect_heads_match(bool bias) {
   // Every weight drawn here (larger than the init, so attention is far from uniform).
   Rng rng(3);
   ParamStore& params = model.params();
-  for (int64_t i = 0; i < static_cast<int64_t>(params.padded_floats()); ++i) params.data()[i] = static_cast<float>(rng.normal() * 0.5);
+  for (int64_t i = 0; i < static_cast<int64_t>(params.padded_floats()); ++i)
+    params.data()[i] = static_cast<float>(rng.normal() * 0.5);
   OwnedTensor x(Shape{2, 7, 12}, rng), upstream(Shape{2, 7, 12}, rng);
   const BlockWeights& w = model.weights().blocks[0];
 
   Arena arena;
   Graph g(arena);
-  Tensor fused = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false), w.attn_proj.weight,
-                        w.attn_proj.bias);
+  Tensor fused =
+      linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false),
+             w.attn_proj.weight, w.attn_proj.bias);
   std::copy(upstream.data.begin(), upstream.data.end(), fused.grad_accumulator());
   g.run_backward();
   g.reset();
@@ -75,8 +77,9 @@ void expect_heads_match(bool bias) {
   g.reset();
   {
     NoGradGuard no_grad(g);
-    Tensor again = linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false),
-                          w.attn_proj.weight, w.attn_proj.bias);
+    Tensor again =
+        linear(g, causal_self_attention(g, linear(g, x.view(), w.c_attn.weight, w.c_attn.bias), 3, 0, rng, false),
+               w.attn_proj.weight, w.attn_proj.bias);
     for (int64_t i = 0; i < again.numel(); ++i) EXPECT_NEAR(again.data[i], heads_out[i], 1e-5) << "output " << i;
   }
   for (std::size_t i = 0; i < x.grad.size(); ++i) EXPECT_NEAR(x.grad[i], fused_dx[i], 1e-5) << "dx " << i;

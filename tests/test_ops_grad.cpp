@@ -50,13 +50,15 @@ TEST(OpGrad, MatmulTransposedOperands) {
       Shape a = ta ? Shape{5, 4} : Shape{4, 5};
       Shape b = tb ? Shape{9, 5} : Shape{5, 9};
       auto inputs = make_inputs({a, b}, 2);
-      expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], ta, tb); }, inputs);
+      expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], ta, tb); },
+                       inputs);
     }
 }
 
 TEST(OpGrad, MatmulBatched) {
   auto inputs = make_inputs({Shape{2, 3, 4, 5}, Shape{2, 3, 6, 5}}, 3);
-  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], false, true); }, inputs);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return matmul(g, in[0], in[1], false, true); },
+                   inputs);
 }
 
 TEST(OpGrad, MatmulSharedRightOperand) {
@@ -95,7 +97,8 @@ TEST(OpGrad, CausalMaskFillThenSoftmax) {
   // -inf above the diagonal, as attention uses it; softmax turns it into exact zeros.
   auto inputs = make_inputs({Shape{2, 5, 5}}, 12);
   expect_gradcheck(
-      [](Graph& g, const std::vector<Tensor>& in) { return softmax(g, causal_mask_fill(g, in[0], -INFINITY)); }, inputs);
+      [](Graph& g, const std::vector<Tensor>& in) { return softmax(g, causal_mask_fill(g, in[0], -INFINITY)); },
+      inputs);
   auto filled = make_inputs({Shape{3, 3}}, 13);
   expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return causal_mask_fill(g, in[0], 2.5f); }, filled);
 }
@@ -127,8 +130,11 @@ TEST(OpGrad, TransposeEveryAxisPair) {
 
 TEST(OpGrad, ReshapeIsAView) {
   auto inputs = make_inputs({Shape{2, 6}}, 17);
-  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return scale(g, reshape(in[0], Shape{3, 4}), 2.0f); },
-                   inputs);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        return scale(g, reshape(in[0], Shape{3, 4}), 2.0f);
+      },
+      inputs);
 }
 
 TEST(OpGrad, SplitAndConcat) {
@@ -170,7 +176,8 @@ TEST(OpGrad, LayernormWithAndWithoutBias) {
   expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], in[2]); },
                    with_bias);
   auto no_bias = make_inputs({Shape{2, 3, 6}, Shape{6}}, 24);
-  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], Tensor{}); }, no_bias);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], Tensor{}); },
+                   no_bias);
 }
 
 TEST(OpGrad, Gelu) {
@@ -199,7 +206,9 @@ TEST(OpGrad, LayerNormLinearWithAndWithoutBiases) {
       with_bias);
   auto no_bias = make_inputs({Shape{4, 6}, Shape{6}, Shape{3, 6}}, 41);
   expect_gradcheck(
-      [](Graph& g, const std::vector<Tensor>& in) { return layernorm_linear(g, in[0], in[1], Tensor{}, in[2], Tensor{}); },
+      [](Graph& g, const std::vector<Tensor>& in) {
+        return layernorm_linear(g, in[0], in[1], Tensor{}, in[2], Tensor{});
+      },
       no_bias);
 }
 

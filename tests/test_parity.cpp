@@ -12,9 +12,9 @@
 
 #include "io/safetensors.h"
 #include "model/gpt.h"
+#include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/train_config.h"
-#include "train/lr_schedule.h"
 
 namespace gpt {
 namespace {

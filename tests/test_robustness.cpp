@@ -26,10 +26,35 @@ class Robustness : public ::testing::Test {
   ScratchDir dir;
   std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
   std::vector<std::string> train_args(const std::string& out, int max_iters, std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"train", "--data_path", corpus, "--out_dir", out, "--n_layer", "2", "--n_head", "2",
-                                     "--n_embd", "32", "--block_size", "16", "--batch_size", "8", "--dropout", "0.1",
-                                     "--max_iters", std::to_string(max_iters), "--eval_interval", "5", "--eval_iters", "2",
-                                     "--log_interval", "1", "--warmup_iters", "5", "--lr_decay_iters", "40"};
+    std::vector<std::string> args = {"train",
+                                     "--data_path",
+                                     corpus,
+                                     "--out_dir",
+                                     out,
+                                     "--n_layer",
+                                     "2",
+                                     "--n_head",
+                                     "2",
+                                     "--n_embd",
+                                     "32",
+                                     "--block_size",
+                                     "16",
+                                     "--batch_size",
+                                     "8",
+                                     "--dropout",
+                                     "0.1",
+                                     "--max_iters",
+                                     std::to_string(max_iters),
+                                     "--eval_interval",
+                                     "5",
+                                     "--eval_iters",
+                                     "2",
+                                     "--log_interval",
+                                     "1",
+                                     "--warmup_iters",
+                                     "5",
+                                     "--lr_decay_iters",
+                                     "40"};
     args.insert(args.end(), extra.begin(), extra.end());
     return args;
   }
@@ -40,7 +65,8 @@ class Robustness : public ::testing::Test {
   }
   static void wait_for_log(const std::string& path, const std::string& text) {
     // Up to 30 s: sanitizer builds start slowly.
-    for (int i = 0; i < 15000 && !log_contains(path, text); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    for (int i = 0; i < 15000 && !log_contains(path, text); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
   }
 };
 
@@ -50,8 +76,9 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
   int checked = 0;
   for (int attempt = 0; attempt < 25; ++attempt) {
     // Saving after every evaluation, every iteration: most of the run is checkpoint writing.
-    ChildProcess child(train_args(out, 100000, {"--eval_interval", "1", "--always_save_checkpoint", "true",
-                                                "--init_from", std::filesystem::exists(model_path(out)) ? "resume" : "scratch"}),
+    ChildProcess child(train_args(out, 100000,
+                                  {"--eval_interval", "1", "--always_save_checkpoint", "true", "--init_from",
+                                   std::filesystem::exists(model_path(out)) ? "resume" : "scratch"}),
                        dir.file("killed.log"));
     // Once it has written its first checkpoint (so it is in the save-every-iteration loop), kill
     // it at a random moment.
@@ -60,7 +87,7 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
     if (!std::filesystem::exists(model_path(out))) continue;  // killed before the first save
-    LoadedModel loaded = load_model(out);  // throws on a torn file
+    LoadedModel loaded = load_model(out);                     // throws on a torn file
     std::vector<float> m(loaded.model->params().padded_floats()), v(m.size());
     OptimizerState adamw{"adamw", 0, {{"exp_avg", m.data()}, {"exp_avg_sq", v.data()}}};
     const TrainingState state = load_training_state(out, *loaded.model, adamw);

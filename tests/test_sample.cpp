@@ -109,7 +109,7 @@ TEST(KvCache, ExactModeMatchesRecomputationGreedy) {
 
 TEST(KvCache, ExactModeMatchesRecomputationSampled) {
   expect_same_generation(3, 30, 0, 1.0);
-  expect_same_generation(7, 5, 0, 0.7);   // stays within block_size
+  expect_same_generation(7, 5, 0, 0.7);  // stays within block_size
 }
 
 TEST(KvCache, ShiftModeMatchesRecomputationOverItsWindows) {

@@ -55,7 +55,7 @@ TEST_F(Training, SameSeedSameLossesBitForBit) {
 TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   const testing::ThreadCount restore;  // run_training sets the count from c.threads
   TrainConfig c = tiny_config(dir, corpus);
-  c.n_embd = 64;   // enough work for the parallel paths to split it
+  c.n_embd = 64;  // enough work for the parallel paths to split it
   c.batch_size = 16;
   c.threads = 1;
   run_training(c, nullptr);

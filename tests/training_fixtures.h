@@ -17,7 +17,8 @@ namespace gpt::testing {
 
 // Sentences of a few words: a model learns the spelling quickly, far below ln(V).
 inline std::string generated_corpus(std::size_t characters, uint64_t seed = 42) {
-  static const char* words[] = {"the", "king", "and", "queen", "shall", "speak", "of", "love", "to", "thee", "my", "lord"};
+  static const char* words[] = {"the", "king", "and", "queen", "shall", "speak",
+                                "of",  "love", "to",  "thee",  "my",    "lord"};
   Rng rng(seed);
   std::string text;
   while (text.size() < characters) {
@@ -86,8 +87,10 @@ inline LoggedRun read_metrics(const std::string& out_dir) {
   std::string line;
   while (std::getline(in, line)) {
     auto j = nlohmann::json::parse(line);
-    if (j["type"] == "train") run.train.emplace_back(j["iter"].get<int64_t>(), j["loss"].get<double>());
-    else run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
+    if (j["type"] == "train")
+      run.train.emplace_back(j["iter"].get<int64_t>(), j["loss"].get<double>());
+    else
+      run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
   }
   return run;
 }

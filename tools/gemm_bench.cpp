@@ -59,9 +59,10 @@ int main() {
                       1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
         },
         reps);
-    std::printf("{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
-                "\"ratio\": %.2f, \"kernel\": \"%s\", \"threads\": %d}\n",
-                s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
-                omp_get_max_threads());
+    std::printf(
+        "{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
+        "\"ratio\": %.2f, \"kernel\": \"%s\", \"threads\": %d}\n",
+        s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
+        omp_get_max_threads());
   }
 }

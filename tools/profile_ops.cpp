@@ -40,12 +40,13 @@ struct Owned {
 int main() {
   const int64_t B = 12, T = 64, C = 128, H = 4, R = B * T, V = 65;
   Rng rng(1);
-  Owned x({B, T, C}, rng), x4({B, T, 4 * C}, rng), w_attn({3 * C, C}, rng), w_fc({4 * C, C}, rng), w_proj({C, 4 * C}, rng),
-      w_head({V, C}, rng), ln_w({C}, rng), qkv({B, T, 3 * C}, rng), logits({R, V}, rng);
+  Owned x({B, T, C}, rng), x4({B, T, 4 * C}, rng), w_attn({3 * C, C}, rng), w_fc({4 * C, C}, rng),
+      w_proj({C, 4 * C}, rng), w_head({V, C}, rng), ln_w({C}, rng), qkv({B, T, 3 * C}, rng), logits({R, V}, rng);
   std::vector<int32_t> targets(R, 3);
   Arena arena(256 << 20);
   Graph g(arena);
-  std::printf("%d threads\n%-30s %10s %14s\n", omp_get_max_threads(), "op (one layer's shapes)", "fwd ms", "fwd+bwd ms");
+  std::printf("%d threads\n%-30s %10s %14s\n", omp_get_max_threads(), "op (one layer's shapes)", "fwd ms",
+              "fwd+bwd ms");
   auto row = [&](const char* name, const std::function<Tensor()>& op) {
     const double fwd = mean_ms([&] {
       NoGradGuard no_grad(g);

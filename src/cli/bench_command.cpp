@@ -12,8 +12,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/config_loader.h"
 #include "cli/config_flags.h"
+#include "cli/config_loader.h"
 #include "core/check.h"
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
@@ -50,8 +50,8 @@ int run_bench(BenchOptions& options) {
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
   LocalGradientSync sync;
   const LrSchedule schedule = lr_schedule(config);
-  const StepSettings settings{config.batch_size, config.block_size, config.gradient_accumulation_steps, config.grad_clip,
-                              static_cast<uint64_t>(config.seed)};
+  const StepSettings settings{config.batch_size, config.block_size, config.gradient_accumulation_steps,
+                              config.grad_clip, static_cast<uint64_t>(config.seed)};
   Arena arena(64u << 20);
   Graph graph(arena);
   Batch batch;
@@ -64,19 +64,26 @@ int run_bench(BenchOptions& options) {
   }
   std::sort(ms.begin(), ms.end());
   const double median = ms[ms.size() / 2];
-  const double tokens_per_iter = static_cast<double>(settings.batch_size * settings.block_size * settings.accumulation_steps);
+  const double tokens_per_iter =
+      static_cast<double>(settings.batch_size * settings.block_size * settings.accumulation_steps);
   const double tokens_per_s = tokens_per_iter / (median * 1e-3);
   const double gflops = model.flops_per_token() * tokens_per_s * 1e-9;
   const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_fma_peak_gflops();
   const double mfu = peak > 0 ? gflops / peak : 0;
   const double rss = peak_rss_mib();
   if (options.json) {
-    nlohmann::ordered_json j = {{"config", options.config_path},   {"threads", omp_get_max_threads()},
-                                {"kernel", gemm_kernel_name()},    {"parameters", model.params().parameter_count()},
-                                {"iters", options.iters},          {"median_ms_per_iter", median},
-                                {"min_ms_per_iter", ms.front()},   {"tokens_per_s", tokens_per_s},
-                                {"gflops", gflops},                {"peak_gflops", peak},
-                                {"mfu", mfu},                      {"arena_mib", static_cast<double>(arena.high_water_bytes()) / (1 << 20)},
+    nlohmann::ordered_json j = {{"config", options.config_path},
+                                {"threads", omp_get_max_threads()},
+                                {"kernel", gemm_kernel_name()},
+                                {"parameters", model.params().parameter_count()},
+                                {"iters", options.iters},
+                                {"median_ms_per_iter", median},
+                                {"min_ms_per_iter", ms.front()},
+                                {"tokens_per_s", tokens_per_s},
+                                {"gflops", gflops},
+                                {"peak_gflops", peak},
+                                {"mfu", mfu},
+                                {"arena_mib", static_cast<double>(arena.high_water_bytes()) / (1 << 20)},
                                 {"peak_rss_mib", rss}};
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -84,8 +91,8 @@ int run_bench(BenchOptions& options) {
                 static_cast<long long>(model.params().parameter_count()), omp_get_max_threads(), gemm_kernel_name());
     std::printf("median %.2f ms/iter (min %.2f) over %lld iterations, %.0f tokens/s\n", median, ms.front(),
                 static_cast<long long>(options.iters), tokens_per_s);
-    std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s FMA peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops, 100 * mfu,
-                peak, static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
+    std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s FMA peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops,
+                100 * mfu, peak, static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
   }
   return 0;
 }

@@ -21,10 +21,14 @@ void add_config_flags(CLI::App* app, ConfigFlags& config_flags) {
     const char* type = std::visit(
         [](auto member) {
           using T = std::remove_reference_t<decltype(defaults.*member)>;
-          if constexpr (std::is_same_v<T, int64_t>) return "INT";
-          else if constexpr (std::is_same_v<T, double>) return "FLOAT";
-          else if constexpr (std::is_same_v<T, bool>) return "BOOL";
-          else return "TEXT";
+          if constexpr (std::is_same_v<T, int64_t>)
+            return "INT";
+          else if constexpr (std::is_same_v<T, double>)
+            return "FLOAT";
+          else if constexpr (std::is_same_v<T, bool>)
+            return "BOOL";
+          else
+            return "TEXT";
         },
         key.member);
     const std::string help = std::string(key.help) + " (default " + default_values[key.name].dump() + ")";

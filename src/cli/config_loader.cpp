@@ -50,10 +50,13 @@ void set_from_json(TrainConfig& config, const ConfigKey& key, const nlohmann::js
       [&](auto member) {
         using T = std::remove_reference_t<decltype(config.*member)>;
         if constexpr (std::is_same_v<T, int64_t>) {
-          if (v.is_number_integer()) config.*member = v.get<int64_t>();
-          else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() && std::fabs(v.get<double>()) < 9e15)
+          if (v.is_number_integer())
+            config.*member = v.get<int64_t>();
+          else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
+                   std::fabs(v.get<double>()) < 9e15)
             config.*member = static_cast<int64_t>(v.get<double>());  // 5000.0 is fine, 0.5 is not
-          else wrong("an integer");
+          else
+            wrong("an integer");
         } else if constexpr (std::is_same_v<T, double>) {
           if (!v.is_number()) wrong("a number");
           config.*member = v.get<double>();
@@ -70,7 +73,9 @@ void set_from_json(TrainConfig& config, const ConfigKey& key, const nlohmann::js
 
 void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string& text) {
   const std::string source = std::string("command line: --") + key.name;
-  auto wrong = [&](const char* expected) { throw UserError(source + ": expected " + expected + ", got \"" + text + "\""); };
+  auto wrong = [&](const char* expected) {
+    throw UserError(source + ": expected " + expected + ", got \"" + text + "\"");
+  };
   std::visit(
       [&](auto member) {
         using T = std::remove_reference_t<decltype(config.*member)>;
@@ -85,9 +90,12 @@ void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string&
           if (text.empty() || *end != '\0' || !std::isfinite(value)) wrong("a number");
           config.*member = value;
         } else if constexpr (std::is_same_v<T, bool>) {
-          if (text == "true" || text == "1") config.*member = true;
-          else if (text == "false" || text == "0") config.*member = false;
-          else wrong("true or false");
+          if (text == "true" || text == "1")
+            config.*member = true;
+          else if (text == "false" || text == "0")
+            config.*member = false;
+          else
+            wrong("true or false");
         } else {
           config.*member = text;
         }
@@ -99,8 +107,10 @@ void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string&
 std::pair<std::size_t, std::size_t> line_and_column(const std::string& text, std::size_t offset) {
   std::size_t line = 1, column = 1;
   for (std::size_t i = 0; i < std::min(offset, text.size()); ++i) {
-    if (text[i] == '\n') ++line, column = 1;
-    else ++column;
+    if (text[i] == '\n')
+      ++line, column = 1;
+    else
+      ++column;
   }
   return {line, column};
 }
@@ -126,8 +136,8 @@ TrainConfig parse_train_config(const std::string& text, const std::string& sourc
     const auto [line, column] = line_and_column(text, e.byte > 0 ? e.byte - 1 : 0);
     std::string what = e.what();
     const auto colon = what.rfind(": ");
-    throw UserError(source + ":" + std::to_string(line) + ":" + std::to_string(column) + ": invalid JSON: " +
-                    (colon == std::string::npos ? what : what.substr(colon + 2)));
+    throw UserError(source + ":" + std::to_string(line) + ":" + std::to_string(column) +
+                    ": invalid JSON: " + (colon == std::string::npos ? what : what.substr(colon + 2)));
   } catch (const nlohmann::json::exception& e) {
     // Found by fuzzing: a number too large for a double (1e99999) is out_of_range, not a
     // parse_error, and carries no position.
@@ -135,11 +145,14 @@ TrainConfig parse_train_config(const std::string& text, const std::string& sourc
     const auto bracket = what.find("] ");
     throw UserError(source + ": invalid JSON: " + (bracket == std::string::npos ? what : what.substr(bracket + 2)));
   }
-  if (!j.is_object()) throw UserError(source + ": expected a JSON object of settings, got " + std::string(j.type_name()));
+  if (!j.is_object())
+    throw UserError(source + ": expected a JSON object of settings, got " + std::string(j.type_name()));
   TrainConfig config;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const ConfigKey* key = find_key(it.key());
-    if (!key) throw UserError(source + ": unknown key \"" + it.key() + "\" (did you mean \"" + nearest_config_key(it.key()) + "\"?)");
+    if (!key)
+      throw UserError(source + ": unknown key \"" + it.key() + "\" (did you mean \"" + nearest_config_key(it.key()) +
+                      "\"?)");
     set_from_json(config, *key, it.value(), source);
   }
   return config;
@@ -167,7 +180,8 @@ TrainConfig load_train_config(const std::string& path, const std::map<std::strin
   const ConfigProblem problem = find_config_problem(config);
   if (!problem.key.empty()) {
     nlohmann::ordered_json all = to_json(config);
-    throw UserError(origin[problem.key] + ": key \"" + problem.key + "\" = " + all[problem.key].dump() + " " + problem.message);
+    throw UserError(origin[problem.key] + ": key \"" + problem.key + "\" = " + all[problem.key].dump() + " " +
+                    problem.message);
   }
   return config;
 }

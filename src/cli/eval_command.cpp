@@ -4,9 +4,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
-#include <numbers>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numbers>
 
 #include "cli/commands.h"
 #include "core/check.h"
@@ -43,7 +43,10 @@ int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, st
   const auto tokens = static_cast<int64_t>(ids.size()) - 1;
   const std::string mode = options.context_shift ? "context_shift " + std::to_string(options.context_shift) : "exact";
   if (options.json)
-    std::printf("%s\n", nlohmann::json{{"loss", nll}, {"bpc", nll / std::numbers::ln2}, {"tokens", tokens}, {"mode", mode}}.dump().c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"loss", nll}, {"bpc", nll / std::numbers::ln2}, {"tokens", tokens}, {"mode", mode}}
+                    .dump()
+                    .c_str());
   else
     std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters of %s, conditioned as gpt sample (%s)\n", nll,
                 nll / std::numbers::ln2, static_cast<long long>(tokens), options.data_path.c_str(), mode.c_str());
@@ -58,17 +61,20 @@ int run_eval(const EvalOptions& options) {
   if (options.sampler_context) return run_sampler_context_eval(options, loaded, ids);
   const int64_t T = loaded.model->config().block_size;
   if (static_cast<int64_t>(ids.size()) <= T)
-    throw UserError(options.data_path + ": has " + std::to_string(ids.size()) + " characters; evaluation needs more than block_size = " +
-                    std::to_string(T));
+    throw UserError(options.data_path + ": has " + std::to_string(ids.size()) +
+                    " characters; evaluation needs more than block_size = " + std::to_string(T));
   Arena arena(16u << 20);
   Graph graph(arena);
   const WindowEval result = evaluate_windows(*loaded.model, graph, ids, T);
   if (options.json) {
-    std::printf("%s\n", nlohmann::json{{"loss", result.loss_nats}, {"bpc", result.bits_per_char}, {"tokens", result.tokens}}.dump().c_str());
+    std::printf("%s\n",
+                nlohmann::json{{"loss", result.loss_nats}, {"bpc", result.bits_per_char}, {"tokens", result.tokens}}
+                    .dump()
+                    .c_str());
   } else {
-    std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters (%lld windows of %lld) of %s\n", result.loss_nats,
-                result.bits_per_char, static_cast<long long>(result.tokens), static_cast<long long>(result.windows),
-                static_cast<long long>(T), options.data_path.c_str());
+    std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters (%lld windows of %lld) of %s\n",
+                result.loss_nats, result.bits_per_char, static_cast<long long>(result.tokens),
+                static_cast<long long>(result.windows), static_cast<long long>(T), options.data_path.c_str());
   }
   return 0;
 }

@@ -56,7 +56,8 @@ int run_heads(const HeadsOptions& options) {
   std::vector<char32_t> chars;
   if (!options.prompt.empty()) {
     Utf8Error error;
-    if (!decode_utf8(options.prompt, chars, error)) throw UserError("--prompt: invalid UTF-8 at byte offset " + std::to_string(error.byte_offset));
+    if (!decode_utf8(options.prompt, chars, error))
+      throw UserError("--prompt: invalid UTF-8 at byte offset " + std::to_string(error.byte_offset));
   } else {
     chars = validation_passage(options.out_dir, c.block_size);
   }
@@ -69,18 +70,26 @@ int run_heads(const HeadsOptions& options) {
   if (n < 2) throw UserError("--prompt needs at least 2 characters");
   const int64_t L = options.induction_length > 0 ? options.induction_length : c.block_size / 2;
   if (L < 2 || 2 * L > c.block_size)
-    throw UserError("--induction_length must be in [2, block_size / 2] = [2, " + std::to_string(c.block_size / 2) + "]");
+    throw UserError("--induction_length must be in [2, block_size / 2] = [2, " + std::to_string(c.block_size / 2) +
+                    "]");
 
   HeadsReportInput report = analyze_heads(model, loaded.vocab, ids, L, static_cast<uint64_t>(options.seed));
   report.model_path = loaded.path;
 
   if (options.json) {
-    nlohmann::ordered_json j = {{"model", loaded.path}, {"prompt_length", n}, {"induction_length", L}, {"induction_seed", options.seed}};
+    nlohmann::ordered_json j = {
+        {"model", loaded.path}, {"prompt_length", n}, {"induction_length", L}, {"induction_seed", options.seed}};
     j["heads"] = nlohmann::ordered_json::array();
     for (const HeadScores& s : report.scores)
-      j["heads"].push_back({{"layer", s.layer}, {"head", s.head}, {"label", s.label}, {"previous_token", s.previous_token},
-                            {"self", s.self}, {"first_token", s.first_token}, {"entropy", s.entropy},
-                            {"distance", s.distance}, {"induction", s.induction}});
+      j["heads"].push_back({{"layer", s.layer},
+                            {"head", s.head},
+                            {"label", s.label},
+                            {"previous_token", s.previous_token},
+                            {"self", s.self},
+                            {"first_token", s.first_token},
+                            {"entropy", s.entropy},
+                            {"distance", s.distance},
+                            {"induction", s.induction}});
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::printf("%d characters of text; induction test: %lld random characters repeated twice (seed %lld)\n\n",
@@ -103,12 +112,16 @@ int run_heads(const HeadsOptions& options) {
 Command add_heads_command(CLI::App& app) {
   auto options = std::make_shared<HeadsOptions>();
   CLI::App* sub = app.add_subcommand("heads", "Show what each attention head of a trained model attends to");
-  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors (and config.json)")->capture_default_str();
-  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir; needs --prompt)");
-  sub->add_option("--prompt", options->prompt, "text to analyse (default: a passage of the validation split, up to block_size)");
+  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors (and config.json)")
+      ->capture_default_str();
+  sub->add_option("--checkpoint", options->checkpoint,
+                  "a model.safetensors file (instead of --out_dir; needs --prompt)");
+  sub->add_option("--prompt", options->prompt,
+                  "text to analyse (default: a passage of the validation split, up to block_size)");
   sub->add_option("--report", options->report, "write a self-contained HTML report with heatmaps to this file");
   sub->add_flag("--json", options->json, "print the scores as JSON");
-  sub->add_option("--induction_length", options->induction_length, "length L of the repeated random sequence (default block_size/2)");
+  sub->add_option("--induction_length", options->induction_length,
+                  "length L of the repeated random sequence (default block_size/2)");
   sub->add_option("--seed", options->seed, "seed of the random sequence")->capture_default_str();
   return {sub, [options] { return run_heads(*options); }};
 }

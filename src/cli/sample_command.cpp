@@ -6,16 +6,16 @@
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
-#include "core/random_streams.h"
 #include "core/check.h"
+#include "core/random_streams.h"
 #include "data/dataset.h"
 #include "data/utf8.h"
 #include "io/atomic_file.h"
@@ -48,11 +48,16 @@ std::string vocabulary_listing(const Vocab& vocab) {
 }
 
 void validate(const SampleOptions& o) {
-  if (o.generation.max_new_tokens < 0) throw UserError("--max_new_tokens must be >= 0, got " + std::to_string(o.generation.max_new_tokens));
+  if (o.generation.max_new_tokens < 0)
+    throw UserError("--max_new_tokens must be >= 0, got " + std::to_string(o.generation.max_new_tokens));
   if (o.num_samples < 1) throw UserError("--num_samples must be >= 1, got " + std::to_string(o.num_samples));
-  if (!(o.generation.sampling.temperature >= 0)) throw UserError("--temperature must be >= 0 (0 = greedy), got " + std::to_string(o.generation.sampling.temperature));
-  if (o.generation.sampling.top_k < 0) throw UserError("--top_k must be >= 0 (0 = off), got " + std::to_string(o.generation.sampling.top_k));
-  if (!(o.generation.sampling.top_p > 0 && o.generation.sampling.top_p <= 1)) throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.generation.sampling.top_p));
+  if (!(o.generation.sampling.temperature >= 0))
+    throw UserError("--temperature must be >= 0 (0 = greedy), got " +
+                    std::to_string(o.generation.sampling.temperature));
+  if (o.generation.sampling.top_k < 0)
+    throw UserError("--top_k must be >= 0 (0 = off), got " + std::to_string(o.generation.sampling.top_k));
+  if (!(o.generation.sampling.top_p > 0 && o.generation.sampling.top_p <= 1))
+    throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.generation.sampling.top_p));
   if (o.seed < 0) throw UserError("--seed must be >= 0");
   if (o.generation.context_shift < 0) throw UserError("--context_shift must be >= 0 (0 = exact)");
 }
@@ -60,7 +65,8 @@ void validate(const SampleOptions& o) {
 int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   setup_logging(options.quiet);
   validate(options);
-  if (!options.prompt_file.empty() && prompt_flag->count() > 0) throw UserError("give --prompt or --prompt_file, not both");
+  if (!options.prompt_file.empty() && prompt_flag->count() > 0)
+    throw UserError("give --prompt or --prompt_file, not both");
   if (options.threads > 0) omp_set_num_threads(options.threads);
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
   Gpt& model = *loaded.model;
@@ -90,10 +96,12 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     throw UserError(std::string(e.what()) + "; the vocabulary is: " + vocabulary_listing(loaded.vocab));
   }
   if (const int64_t dropped = crop_prompt(prompt, block_size); dropped > 0)
-    spdlog::warn("the prompt has {} characters; only its last {} (block_size) condition the text", prompt.size() + dropped,
-                 block_size);
-  spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(), block_size,
-               loaded.vocab.size(), options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift) : std::string("exact"));
+    spdlog::warn("the prompt has {} characters; only its last {} (block_size) condition the text",
+                 prompt.size() + dropped, block_size);
+  spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(),
+               block_size, loaded.vocab.size(),
+               options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift)
+                                                : std::string("exact"));
 
   const GenerationSettings& settings = options.generation;
   const std::string shown_prompt = [&] {
@@ -128,7 +136,8 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const double tokens = static_cast<double>(options.generation.max_new_tokens * options.num_samples);
-  spdlog::info("{} tokens in {:.2f} s: {:.0f} tokens/s", static_cast<int64_t>(tokens), seconds, seconds > 0 ? tokens / seconds : 0.0);
+  spdlog::info("{} tokens in {:.2f} s: {:.0f} tokens/s", static_cast<int64_t>(tokens), seconds,
+               seconds > 0 ? tokens / seconds : 0.0);
   return 0;
 }
 
@@ -141,12 +150,18 @@ Command add_sample_command(CLI::App& app) {
   sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
   CLI::Option* prompt = sub->add_option("--prompt", options->prompt, "text to continue (default: a newline)");
   sub->add_option("--prompt_file", options->prompt_file, "read the prompt from a UTF-8 file");
-  sub->add_option("--max_new_tokens", options->generation.max_new_tokens, "characters to generate per sample")->capture_default_str();
+  sub->add_option("--max_new_tokens", options->generation.max_new_tokens, "characters to generate per sample")
+      ->capture_default_str();
   sub->add_option("--num_samples", options->num_samples, "samples to draw")->capture_default_str();
-  sub->add_option("--temperature", options->generation.sampling.temperature, "softmax temperature; 0 = greedy (argmax)")->capture_default_str();
-  sub->add_option("--top_k", options->generation.sampling.top_k, "keep the k most likely characters (0 = off)")->capture_default_str();
-  sub->add_option("--top_p", options->generation.sampling.top_p, "keep the smallest set reaching probability p, after top-k")->capture_default_str();
-  sub->add_option("--seed", options->seed, "random seed: same checkpoint, flags and seed give the same text")->capture_default_str();
+  sub->add_option("--temperature", options->generation.sampling.temperature, "softmax temperature; 0 = greedy (argmax)")
+      ->capture_default_str();
+  sub->add_option("--top_k", options->generation.sampling.top_k, "keep the k most likely characters (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--top_p", options->generation.sampling.top_p,
+                  "keep the smallest set reaching probability p, after top-k")
+      ->capture_default_str();
+  sub->add_option("--seed", options->seed, "random seed: same checkpoint, flags and seed give the same text")
+      ->capture_default_str();
   sub->add_option("--context_shift", options->generation.context_shift,
                   "past block_size: 0 = exact (nanoGPT: re-encode the last block_size characters for every new one); "
                   "N = when the context is full, drop the oldest N characters and re-encode once (faster; each "

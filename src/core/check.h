@@ -29,7 +29,7 @@ class InternalError : public std::logic_error {
 
 }  // namespace gpt
 
-#define GPT_CHECK(cond, ...)                                                          \
-  do {                                                                                \
+#define GPT_CHECK(cond, ...)                                                               \
+  do {                                                                                     \
     if (!(cond)) ::gpt::fail_check(__FILE__, __LINE__, #cond, ::std::string{__VA_ARGS__}); \
   } while (0)

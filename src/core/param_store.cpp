@@ -49,8 +49,12 @@ void ParamStore::initialize(uint64_t seed) {
     float* values = data_.data() + s.offset;
     const int64_t n = s.shape.numel();
     switch (s.init.kind) {
-      case Init::Kind::zeros: std::fill(values, values + n, 0.0f); break;
-      case Init::Kind::ones: std::fill(values, values + n, 1.0f); break;
+      case Init::Kind::zeros:
+        std::fill(values, values + n, 0.0f);
+        break;
+      case Init::Kind::ones:
+        std::fill(values, values + n, 1.0f);
+        break;
       case Init::Kind::normal: {
         Rng rng = init_stream(seed, s.name);
         for (int64_t k = 0; k < n; ++k) values[k] = static_cast<float>(rng.normal() * s.init.stddev);

@@ -54,11 +54,17 @@ inline Rng init_stream(uint64_t seed, std::string_view parameter) {
 }
 // The rows (window offsets) of micro-batch `micro` of iteration `iter`.
 inline Rng train_batch_stream(uint64_t seed, int64_t iter, int64_t micro) {
-  return purpose_key(seed, StreamPurpose::train_batch).fold_in(static_cast<uint64_t>(iter)).fold_in(static_cast<uint64_t>(micro)).rng();
+  return purpose_key(seed, StreamPurpose::train_batch)
+      .fold_in(static_cast<uint64_t>(iter))
+      .fold_in(static_cast<uint64_t>(micro))
+      .rng();
 }
 // The dropout masks of that micro-batch's forward: its k-th dropout op draws the stream's k-th number.
 inline Rng dropout_stream(uint64_t seed, int64_t iter, int64_t micro) {
-  return purpose_key(seed, StreamPurpose::dropout).fold_in(static_cast<uint64_t>(iter)).fold_in(static_cast<uint64_t>(micro)).rng();
+  return purpose_key(seed, StreamPurpose::dropout)
+      .fold_in(static_cast<uint64_t>(iter))
+      .fold_in(static_cast<uint64_t>(micro))
+      .rng();
 }
 // Batch `batch` of the evaluation at iteration `iter` on `split`.
 inline Rng eval_batch_stream(uint64_t seed, int64_t iter, Split split, int64_t batch) {

@@ -22,7 +22,8 @@ std::vector<char32_t> read_text_file(const std::string& path) {
   std::vector<char32_t> text;
   Utf8Error error;
   if (!decode_utf8(bytes, text, error))
-    throw UserError(path + ": invalid UTF-8 at byte offset " + std::to_string(error.byte_offset) + " (" + error.reason + ")");
+    throw UserError(path + ": invalid UTF-8 at byte offset " + std::to_string(error.byte_offset) + " (" + error.reason +
+                    ")");
   return text;
 }
 
@@ -38,7 +39,8 @@ Dataset::Dataset(const std::string& path, double val_fraction, int64_t block_siz
     if (static_cast<int64_t>(split.size()) < block_size + 1)
       throw UserError(path + ": the " + std::string(name) + " split has " + std::to_string(split.size()) +
                       " characters, fewer than block_size + 1 = " + std::to_string(block_size + 1) +
-                      "; use a smaller block_size" + (std::string(name) == "val" ? " or a larger val_fraction" : " or a smaller val_fraction") +
+                      "; use a smaller block_size" +
+                      (std::string(name) == "val" ? " or a larger val_fraction" : " or a smaller val_fraction") +
                       ", or a longer text");
   };
   check_split(train_, "train");

@@ -81,10 +81,14 @@ std::string encode_utf8(char32_t cp) {
 std::string describe_code_point(char32_t cp) {
   char buffer[32];
   switch (cp) {
-    case '\n': return "'\\n'";
-    case '\t': return "'\\t'";
-    case '\r': return "'\\r'";
-    default: break;
+    case '\n':
+      return "'\\n'";
+    case '\t':
+      return "'\\t'";
+    case '\r':
+      return "'\\r'";
+    default:
+      break;
   }
   if (cp < 0x20 || cp == 0x7F) {
     std::snprintf(buffer, sizeof buffer, "U+%04X", static_cast<unsigned>(cp));

@@ -5,7 +5,8 @@
 
 namespace gpt {
 
-HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L, uint64_t seed) {
+HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L,
+                               uint64_t seed) {
   const GptConfig& c = model.config();
   const auto n = static_cast<int64_t>(ids.size());
   GPT_CHECK(n >= 2 && n <= c.block_size && L >= 2 && 2 * L <= c.block_size, "heads analysis sizes");
@@ -23,7 +24,8 @@ HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector
 
   Rng rng(seed);
   std::vector<int32_t> repeated(static_cast<std::size_t>(2 * L));
-  for (int64_t i = 0; i < L; ++i) repeated[i] = repeated[i + L] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab_size)));
+  for (int64_t i = 0; i < L; ++i)
+    repeated[i] = repeated[i + L] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab_size)));
   for (int32_t id : repeated) report.induction_chars.push_back(vocab.decode(id));
   generator.reset();
   generator.append(repeated.data(), 2 * L);

@@ -12,6 +12,7 @@
 namespace gpt {
 
 // ids: 2 .. block_size tokens; L in [2, block_size / 2]; the random sequence is drawn from Rng(seed).
-HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L, uint64_t seed);
+HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L,
+                               uint64_t seed);
 
 }  // namespace gpt

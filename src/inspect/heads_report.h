@@ -18,9 +18,9 @@ struct HeadsReportInput {
   int64_t n_layer = 0, n_head = 0;
   int64_t induction_length = 0;
   uint64_t induction_seed = 0;
-  std::vector<HeadScores> scores;            // n_layer * n_head, layer-major
-  std::vector<float> prompt_attention;       // [L][H][n][n]
-  std::vector<float> induction_attention;    // [L][H][2L][2L]
+  std::vector<HeadScores> scores;          // n_layer * n_head, layer-major
+  std::vector<float> prompt_attention;     // [L][H][n][n]
+  std::vector<float> induction_attention;  // [L][H][2L][2L]
 };
 
 std::string render_heads_report(const HeadsReportInput& input);

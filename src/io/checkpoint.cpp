@@ -33,8 +33,8 @@ int64_t parse_count(const std::string& s, const std::string& source) {
 // A name no earlier save of this or another process used: iteration, time, pid.
 std::string new_state_file_name(int64_t iter_num) {
   const auto ns = std::chrono::steady_clock::now().time_since_epoch().count();
-  return std::string(kStatePrefix) + std::to_string(iter_num) + "-" + hex64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 48)) +
-         ".safetensors";
+  return std::string(kStatePrefix) + std::to_string(iter_num) + "-" +
+         hex64(static_cast<uint64_t>(ns) ^ (static_cast<uint64_t>(::getpid()) << 48)) + ".safetensors";
 }
 
 void add_weights(SafetensorsWriter& writer, Gpt& model) {
@@ -68,7 +68,8 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
       for (const NamedBuffer& buffer : optimizer_state->buffers)
         optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
     }
-    nlohmann::json loop = {{"iter_num", state->iter_num}, {"eval_done", state->eval_done}, {"best_val_loss", state->best_val_loss}};
+    nlohmann::json loop = {
+        {"iter_num", state->iter_num}, {"eval_done", state->eval_done}, {"best_val_loss", state->best_val_loss}};
     optimizer.set_metadata("training", loop.dump());
     optimizer.set_metadata("optimizer", optimizer_state->name);
     optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state->step));
@@ -92,18 +93,21 @@ LoadedModel load_model(const std::string& path_or_dir) {
   std::error_code ec;
   const std::string path = fs::is_directory(path_or_dir, ec) ? model_path(path_or_dir) : path_or_dir;
   if (!fs::exists(path, ec))
-    throw UserError("no checkpoint at " + path + " (train a model first with gpt train, or pass --out_dir/--checkpoint)", 2);
+    throw UserError(
+        "no checkpoint at " + path + " (train a model first with gpt train, or pass --out_dir/--checkpoint)", 2);
   SafetensorsReader reader = SafetensorsReader::open(path);
   nlohmann::json config_json = nlohmann::json::parse(reader.metadata("config"), nullptr, false);
   if (config_json.is_discarded()) throw UserError(path + ": metadata \"config\" is not valid JSON", 1);
   const GptConfig config = GptConfig::from_json(config_json, path);
   Vocab vocab = Vocab::from_json(reader.metadata("vocab"), path);
   if (vocab.size() != config.vocab_size)
-    throw UserError(path + ": the vocabulary has " + std::to_string(vocab.size()) + " characters but the config says vocab_size " +
-                        std::to_string(config.vocab_size), 1);
+    throw UserError(path + ": the vocabulary has " + std::to_string(vocab.size()) +
+                        " characters but the config says vocab_size " + std::to_string(config.vocab_size),
+                    1);
   auto model = std::make_unique<Gpt>(config);
   ParamStore& params = model->params();
-  for (int i = 0; i < params.size(); ++i) reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
+  for (int i = 0; i < params.size(); ++i)
+    reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
   for (const auto& [name, entry] : reader.entries())
     if (params.index_of(name) < 0) throw UserError(path + ": unexpected tensor \"" + name + "\" for this config", 1);
   return {std::move(model), std::move(vocab), path};
@@ -138,8 +142,8 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
     state.iter_num = loop.at("iter_num").get<int64_t>();
     state.eval_done = loop.at("eval_done").get<bool>();
     state.best_val_loss = loop.at("best_val_loss").get<double>();
-    optimizer_state.step = named ? parse_count(optimizer.metadata("optimizer_step"), state_path)
-                                 : loop.at("adam_step").get<int64_t>();
+    optimizer_state.step =
+        named ? parse_count(optimizer.metadata("optimizer_step"), state_path) : loop.at("adam_step").get<int64_t>();
   } catch (const nlohmann::json::exception&) {
     throw UserError(state_path + ": metadata \"training\" is malformed", 1);
   }

@@ -26,8 +26,8 @@
 namespace gpt {
 
 struct TrainingState {
-  int64_t iter_num = 0;         // the next iteration to run
-  bool eval_done = false;       // whether iter_num's evaluation already ran (and was logged)
+  int64_t iter_num = 0;    // the next iteration to run
+  bool eval_done = false;  // whether iter_num's evaluation already ran (and was logged)
   double best_val_loss = 1e9;
   nlohmann::json train_config;  // the effective training config, for reference
 };

@@ -48,20 +48,28 @@ std::string SafetensorsWriter::serialize() const {
   return out;
 }
 
-SafetensorsReader SafetensorsReader::open(const std::string& path) { return SafetensorsReader(read_whole_file(path), path); }
+SafetensorsReader SafetensorsReader::open(const std::string& path) {
+  return SafetensorsReader(read_whole_file(path), path);
+}
 
-SafetensorsReader::SafetensorsReader(std::string bytes, std::string source) : bytes_(std::move(bytes)), source_(std::move(source)) {
-  auto fail = [&](const std::string& what) -> void { throw UserError(source_ + ": not a valid safetensors file: " + what, 1); };
-  if (bytes_.size() < 8) fail("truncated (" + std::to_string(bytes_.size()) + " bytes, the header length alone takes 8)");
+SafetensorsReader::SafetensorsReader(std::string bytes, std::string source)
+    : bytes_(std::move(bytes)), source_(std::move(source)) {
+  auto fail = [&](const std::string& what) -> void {
+    throw UserError(source_ + ": not a valid safetensors file: " + what, 1);
+  };
+  if (bytes_.size() < 8)
+    fail("truncated (" + std::to_string(bytes_.size()) + " bytes, the header length alone takes 8)");
   uint64_t header_len = 0;
   for (int i = 0; i < 8; ++i) header_len |= static_cast<uint64_t>(static_cast<unsigned char>(bytes_[i])) << (8 * i);
   if (header_len > kMaxHeaderBytes) fail("header length " + std::to_string(header_len) + " is implausibly large");
   if (header_len > bytes_.size() - 8)
-    fail("header length " + std::to_string(header_len) + " runs past the end of the file (" + std::to_string(bytes_.size()) + " bytes)");
+    fail("header length " + std::to_string(header_len) + " runs past the end of the file (" +
+         std::to_string(bytes_.size()) + " bytes)");
   data_start_ = 8 + header_len;
   const std::size_t data_size = bytes_.size() - data_start_;
 
-  nlohmann::json header = nlohmann::json::parse(bytes_.begin() + 8, bytes_.begin() + static_cast<std::ptrdiff_t>(data_start_), nullptr, false);
+  nlohmann::json header = nlohmann::json::parse(
+      bytes_.begin() + 8, bytes_.begin() + static_cast<std::ptrdiff_t>(data_start_), nullptr, false);
   if (header.is_discarded()) fail("the header is not valid JSON");
   if (!header.is_object()) fail("the header is not a JSON object");
 
@@ -92,12 +100,14 @@ SafetensorsReader::SafetensorsReader(std::string bytes, std::string source) : by
       entry.shape.push_back(static_cast<int64_t>(dim));
     }
     const auto& offsets = value.contains("data_offsets") ? value["data_offsets"] : nlohmann::json();
-    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() || !offsets[1].is_number_unsigned())
+    if (!offsets.is_array() || offsets.size() != 2 || !offsets[0].is_number_unsigned() ||
+        !offsets[1].is_number_unsigned())
       fail(where + "data_offsets must be [begin, end]");
     const uint64_t begin = offsets[0].get<uint64_t>(), end = offsets[1].get<uint64_t>();
     if (begin > end) fail(where + "data_offsets begin after end");
     if (end > data_size)
-      fail(where + "data_offsets end " + std::to_string(end) + " runs past the data (" + std::to_string(data_size) + " bytes)");
+      fail(where + "data_offsets end " + std::to_string(end) + " runs past the data (" + std::to_string(data_size) +
+           " bytes)");
     if (end - begin != numel * sizeof(float))
       fail(where + "data_offsets span " + std::to_string(end - begin) + " bytes but shape " + shape_text(entry.shape) +
            " needs " + std::to_string(numel * sizeof(float)));
@@ -124,7 +134,8 @@ void SafetensorsReader::read_into(const std::string& name, const Shape& expected
   std::vector<int64_t> want(expected.dims, expected.dims + expected.rank);
   if (e.shape != want)
     throw UserError(source_ + ": tensor \"" + name + "\" has shape " + shape_text(e.shape) + ", the model needs " +
-                        shape_text(want), 1);
+                        shape_text(want),
+                    1);
   std::memcpy(dst, bytes_.data() + data_start_ + e.begin, e.end - e.begin);
 }
 

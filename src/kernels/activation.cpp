@@ -40,7 +40,6 @@ constexpr int64_t kChunk = 4096;
 
 }  // namespace
 
-
 void gelu_forward(const float* x, float* y, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwiseTranscendental)
   for (int64_t c = 0; c < n; c += kChunk) gelu_forward_range(x + c, y + c, std::min(kChunk, n - c));
@@ -58,8 +57,12 @@ void gelu_backward_in_place(const float* x, float* d, int64_t n) {
 
 void activation_forward(Activation act, const float* x, float* y, int64_t n) {
   switch (act) {
-    case Activation::none: std::copy(x, x + n, y); return;
-    case Activation::gelu: gelu_forward(x, y, n); return;
+    case Activation::none:
+      std::copy(x, x + n, y);
+      return;
+    case Activation::gelu:
+      gelu_forward(x, y, n);
+      return;
   }
 }
 
@@ -68,14 +71,19 @@ void activation_backward(Activation act, const float* x, const float* dy, float*
     case Activation::none:
       for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
       return;
-    case Activation::gelu: gelu_backward(x, dy, dx, n); return;
+    case Activation::gelu:
+      gelu_backward(x, dy, dx, n);
+      return;
   }
 }
 
 void activation_backward_in_place(Activation act, const float* x, float* d, int64_t n) {
   switch (act) {
-    case Activation::none: return;
-    case Activation::gelu: gelu_backward_in_place(x, d, n); return;
+    case Activation::none:
+      return;
+    case Activation::gelu:
+      gelu_backward_in_place(x, d, n);
+      return;
   }
 }
 

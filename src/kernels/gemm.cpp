@@ -43,8 +43,8 @@ bool cpu_has_avx512() {
 
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers: for each k, MR consecutive values.
 // Rows past mc are zero so the micro-kernel never branches on edges.
-GPT_VECTOR_CLONES void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-            float* out) {
+GPT_VECTOR_CLONES void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                              int64_t kc, float* out) {
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * kc) {
     const int64_t rows = std::min(MR, mc - ir);
     if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
@@ -66,8 +66,8 @@ GPT_VECTOR_CLONES void pack_a(int64_t MR, bool trans_a, const float* A, int64_t 
 }
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column slivers: for each k, NR consecutive values.
-GPT_VECTOR_CLONES void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
-                   float* out) {
+GPT_VECTOR_CLONES void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
+                                     int64_t j, int64_t cols, float* out) {
   if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = B + (p0 + k) * ldb + j;
@@ -82,8 +82,7 @@ GPT_VECTOR_CLONES void pack_b_sliver(int64_t NR, bool trans_b, const float* B, i
       for (int64_t c0 = 0; c0 < NR; c0 += kTile)
         for (int64_t k = 0; k < kn; ++k) {
           float* dst = out + (k0 + k) * NR + c0;
-          for (int64_t c = 0; c < kTile; ++c)
-            dst[c] = c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f;
+          for (int64_t c = 0; c < kTile; ++c) dst[c] = c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f;
         }
     }
   }
@@ -150,7 +149,8 @@ __attribute__((target("avx2,fma"))) void micro_kernel_avx2(int64_t kc, const flo
 
 // Portable: the same FMA chain per element with std::fma (6 x 16 tile).
 template <int kRows, bool kDirectA>
-void micro_kernel_portable(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool load_c) {
+void micro_kernel_portable(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                           bool load_c) {
   constexpr int64_t MR = 6, NR = 16;
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t j = 0; j < NR; ++j) {
@@ -186,11 +186,23 @@ struct Kernel {
 };
 
 const Kernel kAvx512{avx512_kernels<false>(std::make_index_sequence<12>()),
-                     avx512_kernels<true>(std::make_index_sequence<12>()), 12, 32, 16, "avx512"};
-const Kernel kAvx2{avx2_kernels<false>(std::make_index_sequence<6>()), avx2_kernels<true>(std::make_index_sequence<6>()),
-                   6, 16, 8, "avx2-fma"};
+                     avx512_kernels<true>(std::make_index_sequence<12>()),
+                     12,
+                     32,
+                     16,
+                     "avx512"};
+const Kernel kAvx2{avx2_kernels<false>(std::make_index_sequence<6>()),
+                   avx2_kernels<true>(std::make_index_sequence<6>()),
+                   6,
+                   16,
+                   8,
+                   "avx2-fma"};
 const Kernel kPortable{portable_kernels<false>(std::make_index_sequence<6>()),
-                       portable_kernels<true>(std::make_index_sequence<6>()), 6, 16, 1, "portable"};
+                       portable_kernels<true>(std::make_index_sequence<6>()),
+                       6,
+                       16,
+                       1,
+                       "portable"};
 
 const Kernel& active_kernel() {
   if (g_force_portable) return kPortable;
@@ -224,7 +236,8 @@ __attribute__((target("avx2,fma"))) void dots_avx2(const float* a, const float* 
     for (int r = 0; r < n; ++r) {
       alignas(32) float lanes[8];
       _mm256_store_ps(lanes, acc[r]);
-      for (int64_t kk = k, lane = 0; kk < K; ++kk, ++lane) lanes[lane] = std::fma(B[(j0 + r) * ldb + kk], a[kk], lanes[lane]);
+      for (int64_t kk = k, lane = 0; kk < K; ++kk, ++lane)
+        lanes[lane] = std::fma(B[(j0 + r) * ldb + kk], a[kk], lanes[lane]);
       out[j0 + r] = reduce_lanes(lanes);
     }
   }
@@ -257,7 +270,8 @@ void row_times_transposed(bool simd, int64_t N, int64_t K, const float* a, const
   const int64_t blocks = (N + kDotBlock - 1) / kDotBlock;
 #pragma omp parallel for schedule(static) if (N * K >= kParallelMinMatVec && blocks > 1)
   for (int64_t blk = 0; blk < blocks; ++blk)
-    row_times_transposed_block(simd, blk * kDotBlock, std::min(kDotBlock, N - blk * kDotBlock), K, a, B, ldb, c, accumulate);
+    row_times_transposed_block(simd, blk * kDotBlock, std::min(kDotBlock, N - blk * kDotBlock), K, a, B, ldb, c,
+                               accumulate);
 }
 
 // Grow-only buffers: after the first steps of a run no call allocates.
@@ -312,7 +326,8 @@ namespace {
 // The blocked product: for each K block, op(B) is packed (or taken prepacked), then the work
 // items run. `prepacked` is null or holds every K block of op(B) in the packed sliver layout.
 void gemm_blocked(const Kernel& kernel, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A,
-                  int64_t lda, const float* B, int64_t ldb, const float* prepacked, float* C, int64_t ldc, bool accumulate) {
+                  int64_t lda, const float* B, int64_t ldb, const float* prepacked, float* C, int64_t ldc,
+                  bool accumulate) {
   // Work items: MC-row blocks times column chunks (a multiple of NR), enough of them to balance
   // the threads. op(B), and a transposed A, are packed once per K block and shared by the items.
   const int64_t NR = kernel.NR, MR = kernel.MR;
@@ -403,11 +418,13 @@ PackedMatrix::PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, i
   for (int64_t p0 = 0; p0 < K; p0 += KC) {
     const int64_t kc = std::min(KC, K - p0);
     for (int64_t s = 0; s < slivers; ++s)
-      pack_b_sliver(nr_, trans_b, B, ldb, p0, kc, s * nr_, std::min(nr_, N - s * nr_), data_.data() + p0 * slivers * nr_ + s * nr_ * kc);
+      pack_b_sliver(nr_, trans_b, B, ldb, p0, kc, s * nr_, std::min(nr_, N - s * nr_),
+                    data_.data() + p0 * slivers * nr_ + s * nr_ * kc);
   }
 }
 
-void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc, bool accumulate) {
+void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc,
+                    bool accumulate) {
   if (zero_or_trivial(M, B.N(), B.K(), C, ldc, accumulate)) return;
   const Kernel& kernel = active_kernel();
   GPT_CHECK(kernel.NR == B.nr(), "matrix packed for another GEMM kernel");
@@ -422,7 +439,8 @@ void gemm_prepacked_columns(int64_t M, const float* A, int64_t lda, const Packed
   if (M <= 0 || column_begin == column_end) return;
   if (B.K() == 0) {
     if (!accumulate)
-      for (int64_t i = 0; i < M; ++i) std::memset(C + i * ldc + column_begin, 0, (column_end - column_begin) * sizeof(float));
+      for (int64_t i = 0; i < M; ++i)
+        std::memset(C + i * ldc + column_begin, 0, (column_end - column_begin) * sizeof(float));
     return;
   }
   const int64_t slivers = (B.N() + B.nr() - 1) / B.nr();

@@ -37,7 +37,8 @@ class PackedMatrix {
   int64_t K_ = 0, N_ = 0, nr_ = 0;
   AlignedBuffer<float> data_;
 };
-void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc, bool accumulate);
+void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc,
+                    bool accumulate);
 
 // For callers that run a team of threads themselves and give each thread a share of the output
 // columns (the sampler's forward: one parallel region per step). Both run on the calling thread

@@ -13,7 +13,6 @@
 
 namespace gpt {
 
-
 namespace {
 
 constexpr float kEps = 1e-5f;
@@ -33,8 +32,8 @@ GPT_VECTOR_CLONES void layernorm_row(const float* x, const float* w, const float
 }
 
 // dx += rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w.
-GPT_VECTOR_CLONES void layernorm_row_backward(const float* x, const float* w, float m, float s, const float* dy, float* dx,
-                                              int64_t C) {
+GPT_VECTOR_CLONES void layernorm_row_backward(const float* x, const float* w, float m, float s, const float* dy,
+                                              float* dx, int64_t C) {
   const float g_mean = lane_sum(C, [dy, w](int64_t j) { return dy[j] * w[j]; }) / static_cast<float>(C);
   const float gx_mean =
       lane_sum(C, [dy, w, x, m, s](int64_t j) { return dy[j] * w[j] * (x[j] - m) * s; }) / static_cast<float>(C);
@@ -50,11 +49,12 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
 }
 
 // dx = rstd * (g - mean(g) - xhat * mean(g * xhat)) with g = dy * w; dw += sum dy*xhat; db += sum dy.
-void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy, float* dx,
-                        float* dw, float* db, int64_t rows, int64_t C) {
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                        float* dx, float* dw, float* db, int64_t rows, int64_t C) {
   if (dx) {
 #pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
-    for (int64_t r = 0; r < rows; ++r) layernorm_row_backward(x + r * C, w, mean[r], rstd[r], dy + r * C, dx + r * C, C);
+    for (int64_t r = 0; r < rows; ++r)
+      layernorm_row_backward(x + r * C, w, mean[r], rstd[r], dy + r * C, dx + r * C, C);
   }
   if (!dw && !db) return;
   const int64_t blocks = column_blocks(C);

@@ -10,7 +10,7 @@ namespace gpt {
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
                        int64_t C);
 // dx += d/dx (each of dx, dw, db skipped when null).
-void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy, float* dx,
-                        float* dw, float* db, int64_t rows, int64_t C);
+void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
+                        float* dx, float* dw, float* db, int64_t rows, int64_t C);
 
 }  // namespace gpt

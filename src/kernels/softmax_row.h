@@ -1,7 +1,7 @@
 // In-place softmax of one row of scores times `scale`: the inner step of attention (training and
-// sampling; the softmax op keeps its own loop, which also handles fully masked rows). The max is subtracted first so exp never overflows; exp is fast_exp, in loops that
-// vectorise; the max and the sum run in fixed lanes (kernels/lane_sum.h), so results do not
-// depend on the code path.
+// sampling; the softmax op keeps its own loop, which also handles fully masked rows). The max is subtracted first so
+// exp never overflows; exp is fast_exp, in loops that vectorise; the max and the sum run in fixed lanes
+// (kernels/lane_sum.h), so results do not depend on the code path.
 #pragma once
 
 #include <cstdint>

@@ -54,7 +54,8 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
 
 double Gpt::flops_per_token() const {
   const double N = static_cast<double>(params_.parameter_count() - config_.block_size * config_.n_embd);
-  return 6.0 * N + 12.0 * static_cast<double>(config_.n_layer * config_.n_head * config_.head_size() * config_.block_size);
+  return 6.0 * N +
+         12.0 * static_cast<double>(config_.n_layer * config_.n_head * config_.head_size() * config_.block_size);
 }
 
 }  // namespace gpt

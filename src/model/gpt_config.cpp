@@ -7,7 +7,7 @@
 namespace gpt {
 
 nlohmann::json GptConfig::to_json() const {
-  return {{"n_layer", n_layer}, {"n_head", n_head},         {"n_embd", n_embd}, {"block_size", block_size},
+  return {{"n_layer", n_layer},       {"n_head", n_head},   {"n_embd", n_embd}, {"block_size", block_size},
           {"vocab_size", vocab_size}, {"dropout", dropout}, {"bias", bias}};
 }
 
@@ -28,7 +28,8 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
   if (j.contains("bias") && j["bias"].is_boolean()) c.bias = j["bias"].get<bool>();
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
-                        std::to_string(c.n_head), 1);
+                        std::to_string(c.n_head),
+                    1);
   return c;
 }
 

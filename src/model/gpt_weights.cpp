@@ -35,7 +35,9 @@ class WeightBinder {
   LinearWeights tied(const Tensor& weight) { return {weight, Tensor{}, next_linear_++}; }
 
  private:
-  Tensor optional_bias(const std::string& name, int64_t n) { return bias_ ? param(name, Shape{n}, Init::zeros()) : Tensor{}; }
+  Tensor optional_bias(const std::string& name, int64_t n) {
+    return bias_ ? param(name, Shape{n}, Init::zeros()) : Tensor{};
+  }
 
   ParamStore& store_;
   bool bias_;

@@ -12,9 +12,9 @@
 namespace gpt {
 
 struct LinearWeights {
-  Tensor weight;  // [out, in], PyTorch's layout
-  Tensor bias;    // [out], or absent
-  int index = -1; // position among the model's linears (GptWeights::linears()), for per-weight executor data
+  Tensor weight;   // [out, in], PyTorch's layout
+  Tensor bias;     // [out], or absent
+  int index = -1;  // position among the model's linears (GptWeights::linears()), for per-weight executor data
 };
 struct NormWeights {
   Tensor weight, bias;  // [C]; bias absent without config.bias
@@ -23,7 +23,7 @@ struct BlockWeights {
   NormWeights ln_1;
   LinearWeights c_attn, attn_proj;  // attn.c_attn [3C, C], attn.c_proj [C, C]
   NormWeights ln_2;
-  LinearWeights c_fc, mlp_proj;     // mlp.c_fc [4C, C], mlp.c_proj [C, 4C]
+  LinearWeights c_fc, mlp_proj;  // mlp.c_fc [4C, C], mlp.c_proj [C, 4C]
 };
 struct GptWeights {
   Tensor wte;  // [V, C] token embedding, also the output head (weight tying)

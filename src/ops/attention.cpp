@@ -93,7 +93,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
       const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
       block_probabilities(d, bh, q, k, i0, i1, mask, p, pd);
       gemm(false, true, rows, i1, d.hs, dob + i0 * d.C, d.C, v, C3, dp, T, false);  // d(dropped probs)
-      gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, C3, true);   // dv
+      gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, C3, true);  // dv
       for (int64_t i = i0; i < i1; ++i) {
         float* row = dp + (i - i0) * T;
         const float* prow = p + (i - i0) * T;

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <string>
 
-#include "ops/ops.h"
 #include "kernels/parallel.h"
+#include "ops/ops.h"
 
 namespace gpt {
 

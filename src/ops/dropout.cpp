@@ -1,9 +1,9 @@
 // dropout: inverted dropout with a counter-based mask (seed from the Rng, then a hash per element),
 // so masks are reproducible and independent of the thread count. DropoutMask is the mask itself,
 // shared with the fused ops that apply dropout (attention, residual_projection, the embeddings).
+#include "kernels/parallel.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
-#include "kernels/parallel.h"
 
 namespace gpt {
 

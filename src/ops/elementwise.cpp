@@ -1,9 +1,9 @@
 // add, mul, scale: elementwise ops; b may broadcast over a's leading dimensions (b's gradient is
 // then the sum over them, summed per column in row order so the result is thread-independent).
 #include "kernels/fast_math.h"
+#include "kernels/parallel.h"
 #include "kernels/row_sum.h"
 #include "ops/ops.h"
-#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -27,8 +27,8 @@ GPT_VECTOR_CLONES void mul_range(const float* a, const float* b, float* out, int
 }
 
 // out = a op b with b repeating every `period` elements: one vectorised range per period.
-void broadcast_apply(void (*op)(const float*, const float*, float*, int64_t), const float* a, const float* b, float* out,
-                     int64_t n, int64_t period) {
+void broadcast_apply(void (*op)(const float*, const float*, float*, int64_t), const float* a, const float* b,
+                     float* out, int64_t n, int64_t period) {
   const int64_t rows = n / period;
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise && rows > 1)
   for (int64_t r = 0; r < rows; ++r) op(a + r * period, b, out + r * period, period);

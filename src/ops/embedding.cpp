@@ -4,10 +4,10 @@
 #include <cstring>
 #include <string>
 
+#include "kernels/parallel.h"
 #include "kernels/row_sum.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
-#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -32,7 +32,8 @@ namespace {
 
 void check_ids(const int32_t* ids, int64_t n, int64_t V) {
   for (int64_t i = 0; i < n; ++i)
-    GPT_CHECK(ids[i] >= 0 && ids[i] < V, "embedding id " + std::to_string(ids[i]) + " outside [0, " + std::to_string(V) + ")");
+    GPT_CHECK(ids[i] >= 0 && ids[i] < V,
+              "embedding id " + std::to_string(ids[i]) + " outside [0, " + std::to_string(V) + ")");
 }
 
 // The caller's ids may not outlive the step; backward reads a copy in the arena.
@@ -52,7 +53,8 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
   Shape out_shape = ids_shape;
   out_shape.dims[out_shape.rank++] = C;
   Tensor out = g.make(out_shape, table.requires_grad());
-  for (int64_t i = 0; i < n; ++i) std::memcpy(out.data + i * C, table.data + static_cast<int64_t>(ids[i]) * C, C * sizeof(float));
+  for (int64_t i = 0; i < n; ++i)
+    std::memcpy(out.data + i * C, table.data + static_cast<int64_t>(ids[i]) * C, C * sizeof(float));
   if (out.requires_grad()) {
     const int32_t* saved = save_ids(g, ids, n);
     g.record(out, [=] { detail::embedding_backward(saved, n, out.grad(), table.grad_accumulator(), C); });
@@ -62,11 +64,12 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
 
 // Fused as the composition dropout(add(embedding(...), first T rows of wpe)), with the same
 // values, Rng draw and gradients, but one [B, T, C] tensor instead of three.
-Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, const int32_t* ids, int64_t B, int64_t T,
-                                float dropout_p, Rng& rng, bool training) {
+Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, const int32_t* ids, int64_t B,
+                                int64_t T, float dropout_p, Rng& rng, bool training) {
   GPT_CHECK(wte.shape.rank == 2 && wpe.shape.rank == 2 && wte.shape[1] == wpe.shape[1],
             "embedding tables " + wte.shape.str() + " and " + wpe.shape.str() + " do not match");
-  GPT_CHECK(T >= 1 && T <= wpe.shape[0], "sequence length " + std::to_string(T) + " outside [1, " + std::to_string(wpe.shape[0]) + "]");
+  GPT_CHECK(T >= 1 && T <= wpe.shape[0],
+            "sequence length " + std::to_string(T) + " outside [1, " + std::to_string(wpe.shape[0]) + "]");
   const int64_t V = wte.shape[0], C = wte.shape[1], n = B * T;
   check_ids(ids, n, V);
   const detail::DropoutMask mask = detail::DropoutMask::make(dropout_p, rng, training);

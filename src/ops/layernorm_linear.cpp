@@ -23,7 +23,8 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
   if (defined(bias)) GPT_CHECK(bias.shape == Shape{out_features}, "linear bias shape " + bias.shape.str());
   Shape out_shape = x.shape;
   out_shape.dims[out_shape.rank - 1] = out_features;
-  Tensor y = g.make(out_shape, detail::any_grad(x, ln_weight, weight) || ln_bias.requires_grad() || bias.requires_grad());
+  Tensor y =
+      g.make(out_shape, detail::any_grad(x, ln_weight, weight) || ln_bias.requires_grad() || bias.requires_grad());
   float* mean = g.scratch(rows);
   float* rstd = g.scratch(rows);
   const std::size_t normed_count = static_cast<std::size_t>(rows * C);
@@ -43,7 +44,7 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
       float* d_normed = normed.data();  // the normalised rows are no longer needed: reuse the buffer
       gemm(false, false, rows, C, out_features, y.grad(), out_features, weight.data, C, d_normed, C, false);
       layernorm_backward(x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
-                                 ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
+                         ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
     });
   }
   return y;

@@ -39,7 +39,7 @@ Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bia
   if (y.requires_grad())
     g.record(y, [=] {
       detail::linear_backward(x.data, weight.data, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
-                      bias.grad_accumulator(), rows, in, out_features);
+                              bias.grad_accumulator(), rows, in, out_features);
     });
   return y;
 }

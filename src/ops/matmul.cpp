@@ -23,7 +23,8 @@ MatmulDims matmul_dims(const Tensor& a, const Tensor& b, bool trans_a, bool tran
   d.b_shared = b.shape.rank == 2;
   if (!d.b_shared) {
     GPT_CHECK(b.shape.rank == a.shape.rank, "matmul batch ranks differ");
-    for (int i = 0; i < a.shape.rank - 2; ++i) GPT_CHECK(a.shape.dims[i] == b.shape.dims[i], "matmul batch dims differ");
+    for (int i = 0; i < a.shape.rank - 2; ++i)
+      GPT_CHECK(a.shape.dims[i] == b.shape.dims[i], "matmul batch dims differ");
   }
   return d;
 }

@@ -45,8 +45,8 @@ Tensor dropout(Graph& g, const Tensor& x, float p, Rng& rng, bool training);
 
 // dropout(wte[ids] + wpe[t]) for ids [B, T] at positions t = 0 .. T-1: GPT's input embedding,
 // fused (one [B, T, C] tensor instead of three; same values and Rng draw as the composition).
-Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, const int32_t* ids, int64_t B, int64_t T,
-                                float dropout_p, Rng& rng, bool training);
+Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, const int32_t* ids, int64_t B,
+                                int64_t T, float dropout_p, Rng& rng, bool training);
 
 // Shape ops. reshape is a view (shares data and gradient). transpose swaps two axes (a copy).
 Tensor reshape(const Tensor& x, Shape shape);

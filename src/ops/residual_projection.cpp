@@ -9,9 +9,9 @@
 #include <cstring>
 
 #include "kernels/gemm.h"
+#include "kernels/parallel.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
-#include "kernels/parallel.h"
 
 namespace gpt {
 

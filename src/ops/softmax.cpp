@@ -2,8 +2,8 @@
 #include <cmath>
 #include <limits>
 
-#include "ops/ops.h"
 #include "kernels/parallel.h"
+#include "ops/ops.h"
 
 namespace gpt {
 
@@ -45,7 +45,8 @@ Tensor softmax(Graph& g, const Tensor& x) {
   const int64_t n = x.shape.last(), rows = x.shape.rows();
   Tensor out = g.make(x.shape, x.requires_grad());
   softmax_forward(x.data, out.data, rows, n);
-  if (out.requires_grad()) g.record(out, [=] { softmax_backward(out.data, out.grad(), x.grad_accumulator(), rows, n); });
+  if (out.requires_grad())
+    g.record(out, [=] { softmax_backward(out.data, out.grad(), x.grad_accumulator(), rows, n); });
   return out;
 }
 

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/softmax_row.h"
 #include "kernels/activation.h"
 #include "kernels/layernorm.h"
+#include "kernels/softmax_row.h"
 #include "model/gpt_definition.h"
 
 namespace gpt {
@@ -37,8 +37,8 @@ Range my_share(int64_t count, int64_t granule) {
 // Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null). A step of a single
 // row takes the dot-product path, any other the prepacked GEMM: the arithmetic of linear() and
 // gemm_prepacked(), whichever thread computes the tile.
-void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, const Tensor& w, const PackedMatrix& packed,
-                 const float* bias, float* y) {
+void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, const Tensor& w,
+                 const PackedMatrix& packed, const float* bias, float* y) {
   const int64_t N = w.shape[0], K = w.shape[1];
   if (rows.size() == 0 || cols.size() == 0) return;
   if (bias)
@@ -52,7 +52,8 @@ void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, c
 }
 
 // This thread's columns of all `rows` rows of y = x W^T + b; returns them.
-Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
+                  float* y) {
   const int64_t N = w.shape[0];
   const Range cols = rows == 1 ? my_share(N, kDotGranule) : my_share(N, packed.nr());
   linear_tile(x, {0, rows}, cols, rows == 1, w, packed, bias, y);
@@ -93,7 +94,9 @@ void head_attention(const float* qkv, const float* keys, const float* values, in
   if (batched) gemm(false, false, nq, hs, total, scores, total, values + h * hs, C, out + h * hs, C, false);
 }
 
-PackedMatrix packed_transpose(const Tensor& w) { return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1]); }
+PackedMatrix packed_transpose(const Tensor& w) {
+  return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1]);
+}
 
 }  // namespace
 
@@ -101,16 +104,16 @@ PackedMatrix packed_transpose(const Tensor& w) { return PackedMatrix(true, w.sha
 // each sequence's last row is needed); `per_thread` buffers are indexed by thread number.
 struct Generator::Buffers {
   int64_t threads = 1;
-  int64_t rows = 0, total = 0;    // R; cached positions after this append
-  float* x = nullptr;             // [R, C] residual stream
-  float* x_last = nullptr;        // [batch, C] the stream after trimming to last rows
-  float* linear_out[2] = {};      // [R, max(3C, 4C, V)] each: norm_linear's outputs, alternately
-  float* attended = nullptr;      // [R, C] attention's output
-  float* activated = nullptr;     // [R, 4C] act(hidden)
-  float* projected = nullptr;     // [R, C]
-  float* normed = nullptr;        // per thread [R, C]
-  float* stats = nullptr;         // per thread [2R]: layernorm means and 1/std
-  float* scores = nullptr;        // per thread [n, total]
+  int64_t rows = 0, total = 0;  // R; cached positions after this append
+  float* x = nullptr;           // [R, C] residual stream
+  float* x_last = nullptr;      // [batch, C] the stream after trimming to last rows
+  float* linear_out[2] = {};    // [R, max(3C, 4C, V)] each: norm_linear's outputs, alternately
+  float* attended = nullptr;    // [R, C] attention's output
+  float* activated = nullptr;   // [R, 4C] act(hidden)
+  float* projected = nullptr;   // [R, C]
+  float* normed = nullptr;      // per thread [R, C]
+  float* stats = nullptr;       // per thread [2R]: layernorm means and 1/std
+  float* scores = nullptr;      // per thread [n, total]
 };
 
 // One thread's share of one append, as an executor of the model definition (gpt_definition.h).
@@ -132,7 +135,12 @@ class Generator::StepExecutor {
   };
 
   StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only)
-      : g_(g), b_(b), tokens_(tokens), n_(n), last_rows_only_(last_rows_only), C_(g.model_.config().n_embd),
+      : g_(g),
+        b_(b),
+        tokens_(tokens),
+        n_(n),
+        last_rows_only_(last_rows_only),
+        C_(g.model_.config().n_embd),
         thread_(omp_get_thread_num()) {}
 
   Value embed(const Tensor& wte, const Tensor& wpe) {
@@ -300,9 +308,11 @@ void Generator::set_capture_attention(bool capture) {
 
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
   const GptConfig& c = model_.config();
-  GPT_CHECK(n >= 1 && length_ + n <= c.block_size, "KV cache overflow: " + std::to_string(length_ + n) + " > block_size");
+  GPT_CHECK(n >= 1 && length_ + n <= c.block_size,
+            "KV cache overflow: " + std::to_string(length_ + n) + " > block_size");
   for (int64_t i = 0; i < batch_ * n; ++i)
-    GPT_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size, "token id " + std::to_string(tokens[i]) + " outside the vocabulary");
+    GPT_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size,
+              "token id " + std::to_string(tokens[i]) + " outside the vocabulary");
   const int64_t C = c.n_embd, V = c.vocab_size, R = batch_ * n;
   arena_.reset();
   Buffers b;
@@ -325,7 +335,7 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   // attention are wanted, the last layer runs attention, the MLP and the head for that row only.
   const bool last_rows_only = !all_logits && !capture_;
   const float* logits = nullptr;
-#pragma omp parallel num_threads(static_cast<int>(b.threads))
+#pragma omp parallel num_threads(static_cast <int>(b.threads))
   {
     StepExecutor executor(*this, b, tokens, n, last_rows_only);
     const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);

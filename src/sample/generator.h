@@ -8,9 +8,9 @@
 // (model/gpt_definition.h) through a StepExecutor: threads split products by rows or by output
 // columns (and attention by (sequence, head)) and meet at a barrier only where a step needs
 // another thread's output. Every output element is computed by one thread with the same
-// arithmetic whatever the split, so results do not depend on the thread count. The weights are read, never written: the Generator keeps packed copies of them, so the
-// model must not change while a Generator uses it. Per-step memory comes from an arena reset
-// every call: steady-state generation allocates nothing.
+// arithmetic whatever the split, so results do not depend on the thread count. The weights are read, never written: the
+// Generator keeps packed copies of them, so the model must not change while a Generator uses it. Per-step memory comes
+// from an arena reset every call: steady-state generation allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -44,8 +44,8 @@ class Generator {
   const std::vector<float>& captured_attention() const { return captured_; }
 
  private:
-  struct Buffers;       // one append's activations, from the arena
-  class StepExecutor;   // one thread's part of an append, running the model definition
+  struct Buffers;      // one append's activations, from the arena
+  class StepExecutor;  // one thread's part of an append, running the model definition
 
   Gpt& model_;
   int64_t batch_;

@@ -28,7 +28,8 @@ int32_t TokenSampler::next(const float* logits, int64_t V, Rng& rng) {
   if (settings_.top_p < 1.0) {
     // Most likely first (ties by id, so the set does not depend on the sort's whims).
     std::iota(order_.begin(), order_.end(), 0);
-    std::sort(order_.begin(), order_.end(), [&](int32_t a, int32_t b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); });
+    std::sort(order_.begin(), order_.end(),
+              [&](int32_t a, int32_t b) { return probs_[a] > probs_[b] || (probs_[a] == probs_[b] && a < b); });
     double cumulative = 0.0;
     std::size_t keep = 0;
     while (keep < order_.size() && cumulative < settings_.top_p * total) cumulative += probs_[order_[keep++]];

@@ -2,7 +2,6 @@
 
 #include <numbers>
 
-
 namespace gpt {
 
 double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& e,
@@ -24,7 +23,7 @@ WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>
   const auto n = static_cast<int64_t>(ids.size());
   WindowEval result;
   result.windows = n > T ? (n - 1) / T : 0;  // largest k with kT + T < n, plus one
-  Rng unused(0);                              // dropout is off; forward still takes an Rng
+  Rng unused(0);                             // dropout is off; forward still takes an Rng
   std::vector<int32_t> inputs, targets;
   double total = 0.0;
   for (int64_t k0 = 0; k0 < result.windows; k0 += batch) {

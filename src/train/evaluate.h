@@ -21,13 +21,13 @@ struct EvalBatches {
 };
 
 // Mean cross-entropy over the batches of `which` (drawn from `split`'s ids).
-double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& batches,
-                     Batch& scratch_batch);
+double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which,
+                     const EvalBatches& batches, Batch& scratch_batch);
 
 struct WindowEval {
-  double loss_nats = 0;   // mean cross-entropy per predicted character
+  double loss_nats = 0;  // mean cross-entropy per predicted character
   double bits_per_char = 0;
-  int64_t tokens = 0;     // predicted characters
+  int64_t tokens = 0;  // predicted characters
   int64_t windows = 0;
 };
 

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "kernels/fast_math.h"
-#include "train/train_config.h"
 #include "kernels/parallel.h"
+#include "train/train_config.h"
 
 namespace gpt {
 
@@ -28,8 +28,8 @@ GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v,
 // Sum of squares in 8 double lanes (element k into lane k % 8), lanes added in order: the loop
 // vectorises and the result is the same on every ISA.
 // Lion's update, elementwise; sign(0) = 0 as torch.sign.
-GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n, float decay, float b1, float one_minus_b1,
-                                  float b2, float one_minus_b2, float lr) {
+GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n, float decay, float b1,
+                                  float one_minus_b1, float b2, float one_minus_b2, float lr) {
   for (int64_t k = 0; k < n; ++k) {
     const float c = m[k] * b1 + g[k] * one_minus_b1;
     const float sign = static_cast<float>((c > 0.0f) - (c < 0.0f));
@@ -79,7 +79,8 @@ void AdamW::step(double lr) {
   const auto bc2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
   const auto b1 = static_cast<float>(settings_.beta1), b2 = static_cast<float>(settings_.beta2),
              eps = static_cast<float>(settings_.eps);
-  const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1), one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
+  const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1),
+             one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
   float *p = params_.data(), *m = m_.data(), *v = v_.data();
   const float* g = params_.grad();
   update_each_parameter(params_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
@@ -87,12 +88,14 @@ void AdamW::step(double lr) {
   });
 }
 
-Lion::Lion(ParamStore& params, LionSettings settings) : Optimizer(params), settings_(settings), m_(params.padded_floats()) {}
+Lion::Lion(ParamStore& params, LionSettings settings)
+    : Optimizer(params), settings_(settings), m_(params.padded_floats()) {}
 
 void Lion::step(double lr) {
   ++step_;
   const auto b1 = static_cast<float>(settings_.beta1), b2 = static_cast<float>(settings_.beta2);
-  const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1), one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
+  const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1),
+             one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
   const auto rate = static_cast<float>(lr);
   float *p = params_.data(), *m = m_.data();
   const float* g = params_.grad();

@@ -26,9 +26,12 @@ std::string format_duration(double seconds) {
   if (!(seconds >= 0)) return "?";
   const auto s = static_cast<long long>(seconds + 0.5);
   char buffer[32];
-  if (s >= 3600) std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", s / 3600, (s / 60) % 60);
-  else if (s >= 60) std::snprintf(buffer, sizeof buffer, "%lldm%02llds", s / 60, s % 60);
-  else std::snprintf(buffer, sizeof buffer, "%llds", s);
+  if (s >= 3600)
+    std::snprintf(buffer, sizeof buffer, "%lldh%02lldm", s / 3600, (s / 60) % 60);
+  else if (s >= 60)
+    std::snprintf(buffer, sizeof buffer, "%lldm%02llds", s / 60, s % 60);
+  else
+    std::snprintf(buffer, sizeof buffer, "%llds", s);
   return buffer;
 }
 

@@ -11,8 +11,11 @@ namespace gpt {
 
 RunReporter::RunReporter(const TrainConfig& config, double tokens_per_iter, double gflop_per_iter, double peak_gflops,
                          bool append)
-    : max_iters_(config.max_iters), log_interval_(config.log_interval), tokens_per_iter_(tokens_per_iter),
-      gflop_per_iter_(gflop_per_iter), peak_gflops_(peak_gflops),
+    : max_iters_(config.max_iters),
+      log_interval_(config.log_interval),
+      tokens_per_iter_(tokens_per_iter),
+      gflop_per_iter_(gflop_per_iter),
+      peak_gflops_(peak_gflops),
       metrics_path_((std::filesystem::path(config.out_dir) / "metrics.jsonl").string()),
       metrics_(metrics_path_, append ? std::ios::app : std::ios::trunc) {
   if (!metrics_) throw UserError("cannot write " + metrics_path_, 1);
@@ -44,12 +47,16 @@ void RunReporter::iteration(const IterationReport& r) {
   }
   progress_.clear();
   const double mfu = peak_gflops_ > 0 ? gflop_per_iter_ / dt / peak_gflops_ : 0.0;
-  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", r.iter, r.loss, r.lr,
-               dt * 1e3, tokens_per_iter_ / dt, 100 * mfu, format_duration(eta));
-  const nlohmann::ordered_json record = {{"type", "train"},         {"iter", r.iter},
-                                         {"loss", r.loss},          {"lr", r.lr},
-                                         {"grad_norm", r.grad_norm}, {"ms_per_iter", dt * 1e3},
-                                         {"tokens_per_s", tokens_per_iter_ / dt}, {"mfu", mfu}};
+  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", r.iter, r.loss,
+               r.lr, dt * 1e3, tokens_per_iter_ / dt, 100 * mfu, format_duration(eta));
+  const nlohmann::ordered_json record = {{"type", "train"},
+                                         {"iter", r.iter},
+                                         {"loss", r.loss},
+                                         {"lr", r.lr},
+                                         {"grad_norm", r.grad_norm},
+                                         {"ms_per_iter", dt * 1e3},
+                                         {"tokens_per_s", tokens_per_iter_ / dt},
+                                         {"mfu", mfu}};
   write_metrics(record.dump());
 }
 

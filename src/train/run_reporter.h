@@ -21,7 +21,8 @@ class RunReporter {
  public:
   // tokens_per_iter and gflop_per_iter for throughput and MFU against peak_gflops (0 = unknown).
   // `append` continues a resumed run's metrics.jsonl.
-  RunReporter(const TrainConfig& config, double tokens_per_iter, double gflop_per_iter, double peak_gflops, bool append);
+  RunReporter(const TrainConfig& config, double tokens_per_iter, double gflop_per_iter, double peak_gflops,
+              bool append);
 
   void evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds);
   // A log line every log_interval iterations, the progress line otherwise.

@@ -33,9 +33,11 @@ const std::vector<ConfigKey>& config_keys() {
       {"eval_interval", &C::eval_interval, "evaluate train/val loss every this many iterations"},
       {"eval_iters", &C::eval_iters, "batches per evaluation"},
       {"log_interval", &C::log_interval, "log every this many iterations"},
-      {"always_save_checkpoint", &C::always_save_checkpoint, "save after every evaluation, not only when val loss improves"},
+      {"always_save_checkpoint", &C::always_save_checkpoint,
+       "save after every evaluation, not only when val loss improves"},
       {"init_from", &C::init_from, "\"scratch\" or \"resume\" (continue the run in out_dir)"},
-      {"optimizer", &C::optimizer, "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
+      {"optimizer", &C::optimizer,
+       "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
       {"learning_rate", &C::learning_rate, "peak learning rate"},
       {"decay_lr", &C::decay_lr, "warmup then cosine decay (false: constant learning rate)"},
       {"warmup_iters", &C::warmup_iters, "linear warmup iterations"},
@@ -59,25 +61,32 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (c.data_path.empty()) return {"data_path", "is required: the UTF-8 text file to train on"};
   if (!(c.val_fraction > 0 && c.val_fraction < 1)) return {"val_fraction", "must be in (0, 1)"};
   if (c.out_dir.empty()) return {"out_dir", "must not be empty"};
-  const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.n_layer},       {"n_head", c.n_head},
-                                                   {"n_embd", c.n_embd},         {"block_size", c.block_size},
-                                                   {"batch_size", c.batch_size}, {"eval_interval", c.eval_interval},
-                                                   {"eval_iters", c.eval_iters}, {"log_interval", c.log_interval},
+  const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.n_layer},
+                                                   {"n_head", c.n_head},
+                                                   {"n_embd", c.n_embd},
+                                                   {"block_size", c.block_size},
+                                                   {"batch_size", c.batch_size},
+                                                   {"eval_interval", c.eval_interval},
+                                                   {"eval_iters", c.eval_iters},
+                                                   {"log_interval", c.log_interval},
                                                    {"gradient_accumulation_steps", c.gradient_accumulation_steps}};
   for (const auto& [key, value] : sizes)
     if (!positive(value)) return {key, "must be a positive integer, got " + std::to_string(value)};
   if (c.n_embd % c.n_head != 0)
-    return {"n_head", "must divide n_embd (" + std::to_string(c.n_embd) + " is not divisible by " + std::to_string(c.n_head) + ")"};
+    return {"n_head", "must divide n_embd (" + std::to_string(c.n_embd) + " is not divisible by " +
+                          std::to_string(c.n_head) + ")"};
   if (!(c.dropout >= 0 && c.dropout < 1)) return {"dropout", "must be in [0, 1)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
-  if (c.init_from != "scratch" && c.init_from != "resume") return {"init_from", "must be \"scratch\" or \"resume\", got \"" + c.init_from + "\""};
+  if (c.init_from != "scratch" && c.init_from != "resume")
+    return {"init_from", "must be \"scratch\" or \"resume\", got \"" + c.init_from + "\""};
   if (c.optimizer != "adamw" && c.optimizer != "lion")
     return {"optimizer", "must be \"adamw\" or \"lion\", got \"" + c.optimizer + "\""};
   if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};
   if (!(c.min_lr >= 0)) return {"min_lr", "must be >= 0"};
   if (c.warmup_iters < 0) return {"warmup_iters", "must be >= 0"};
   if (c.decay_lr && c.lr_decay_iters <= c.warmup_iters)
-    return {"lr_decay_iters", "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
+    return {"lr_decay_iters",
+            "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
   if (!(c.weight_decay >= 0)) return {"weight_decay", "must be >= 0"};
   if (!(c.beta1 >= 0 && c.beta1 < 1)) return {"beta1", "must be in [0, 1)"};
   if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
@@ -91,8 +100,7 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
 
 nlohmann::ordered_json to_json(const TrainConfig& config) {
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
-  for (const ConfigKey& key : config_keys())
-    std::visit([&](auto member) { j[key.name] = config.*member; }, key.member);
+  for (const ConfigKey& key : config_keys()) std::visit([&](auto member) { j[key.name] = config.*member; }, key.member);
   return j;
 }
 

@@ -54,7 +54,8 @@ struct TrainConfig {
   GptConfig model_config(int64_t vocab_size) const;
 };
 
-using ConfigMember = std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*, std::string TrainConfig::*>;
+using ConfigMember =
+    std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*, std::string TrainConfig::*>;
 
 struct ConfigKey {
   const char* name;

@@ -14,10 +14,12 @@ double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_
   Rng rows = train_batch_stream(s.seed, iter, micro);
   Dataset::sample_batch(split, s.batch_size, s.block_size, rows, batch);
   Rng dropout = dropout_stream(s.seed, iter, micro);
-  Gpt::Output out = model.forward(graph, batch.inputs.data(), s.batch_size, s.block_size, batch.targets.data(), true, dropout);
+  Gpt::Output out =
+      model.forward(graph, batch.inputs.data(), s.batch_size, s.block_size, batch.targets.data(), true, dropout);
   const double loss = out.loss.item();
   // Each micro-batch's loss is scaled so the accumulated gradient is the mean's gradient.
-  graph.backward(s.accumulation_steps > 1 ? scale(graph, out.loss, 1.0f / static_cast<float>(s.accumulation_steps)) : out.loss);
+  graph.backward(s.accumulation_steps > 1 ? scale(graph, out.loss, 1.0f / static_cast<float>(s.accumulation_steps))
+                                          : out.loss);
   graph.reset();
   return loss;
 }

@@ -31,10 +31,11 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
 void check_resume_matches(const GptConfig& saved, const TrainConfig& config, const std::string& path) {
-  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {{"n_layer", {saved.n_layer, config.n_layer}},
-                                                                      {"n_head", {saved.n_head, config.n_head}},
-                                                                      {"n_embd", {saved.n_embd, config.n_embd}},
-                                                                      {"block_size", {saved.block_size, config.block_size}}};
+  const std::pair<const char*, std::pair<int64_t, int64_t>> sizes[] = {
+      {"n_layer", {saved.n_layer, config.n_layer}},
+      {"n_head", {saved.n_head, config.n_head}},
+      {"n_embd", {saved.n_embd, config.n_embd}},
+      {"block_size", {saved.block_size, config.block_size}}};
   for (const auto& [key, values] : sizes)
     if (values.first != values.second)
       throw UserError("cannot resume: " + path + " has " + key + " " + std::to_string(values.first) +
@@ -42,26 +43,32 @@ void check_resume_matches(const GptConfig& saved, const TrainConfig& config, con
   if (saved.bias != config.bias) throw UserError("cannot resume: " + path + " and the config disagree on \"bias\"");
 }
 
-OptimizerState optimizer_state(Optimizer& optimizer) { return {optimizer.name(), optimizer.step_count(), optimizer.state()}; }
+OptimizerState optimizer_state(Optimizer& optimizer) {
+  return {optimizer.name(), optimizer.step_count(), optimizer.state()};
+}
 
 // One run of `gpt train`: setup in the constructor (threads, data, model, optimizer, resume), then
 // run() loops over iterations, each an evaluation-and-checkpoint decision and a training step.
 class TrainingRun {
  public:
   TrainingRun(const TrainConfig& config, const std::atomic<int>* stop_signal)
-      : config_(config), stop_signal_(stop_signal), start_(Clock::now()),
+      : config_(config),
+        stop_signal_(stop_signal),
+        start_(Clock::now()),
         data_(load_data(config)),
         resume_(config.init_from == "resume") {
     create_out_dir();
     load_or_init();
-    write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(), to_json(config_).dump(2) + "\n");
+    write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(),
+                          to_json(config_).dump(2) + "\n");
     settings_ = {config_.batch_size, config_.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
                  static_cast<uint64_t>(config_.seed)};
-    tokens_per_iter_ = static_cast<double>(config_.batch_size * config_.block_size * config_.gradient_accumulation_steps);
+    tokens_per_iter_ =
+        static_cast<double>(config_.batch_size * config_.block_size * config_.gradient_accumulation_steps);
     // MFU: nanoGPT's flop estimate per iteration against this machine's measured FMA peak.
     static const double peak_gflops = measure_fma_peak_gflops(0.2);
-    reporter_ = std::make_unique<RunReporter>(config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9,
-                                              peak_gflops, resume_);
+    reporter_ = std::make_unique<RunReporter>(
+        config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9, peak_gflops, resume_);
     log_setup();
   }
 
@@ -103,7 +110,8 @@ class TrainingRun {
       LoadedModel loaded = load_model(config_.out_dir);
       check_resume_matches(loaded.model->config(), config_, loaded.path);
       if (loaded.vocab.code_points() != data_.vocab().code_points())
-        throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " + loaded.path);
+        throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
+                        loaded.path);
       model_ = std::move(loaded.model);
     } else {
       model_ = std::make_unique<Gpt>(config_.model_config(data_.vocab().size()));
@@ -115,16 +123,17 @@ class TrainingRun {
     OptimizerState restored = optimizer_state(*optimizer_);
     state_ = load_training_state(config_.out_dir, *model_, restored);
     optimizer_->set_step_count(restored.step);
-    spdlog::info("resuming from {} at iteration {} (best val loss {:.4f})", model_path(config_.out_dir), state_.iter_num,
-                 state_.best_val_loss);
+    spdlog::info("resuming from {} at iteration {} (best val loss {:.4f})", model_path(config_.out_dir),
+                 state_.iter_num, state_.best_val_loss);
   }
 
   void log_setup() const {
     spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
-                 model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd, config_.block_size,
-                 data_.vocab().size(), optimizer_->name());
-    spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration; {} threads", data_.train().size(),
-                 data_.val().size(), config_.data_path, static_cast<int64_t>(tokens_per_iter_), omp_get_max_threads());
+                 model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd,
+                 config_.block_size, data_.vocab().size(), optimizer_->name());
+    spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration; {} threads",
+                 data_.train().size(), data_.val().size(), config_.data_path, static_cast<int64_t>(tokens_per_iter_),
+                 omp_get_max_threads());
   }
 
   bool is_eval_iteration(int64_t iter) const { return iter % config_.eval_interval == 0 || iter == config_.max_iters; }
@@ -154,8 +163,9 @@ class TrainingRun {
     const StepResult step = train_step(*model_, graph_, *optimizer_, sync_, data_.train(), settings_, iter, lr, batch_);
     if (!step.finite())
       throw UserError("training diverged at iteration " + std::to_string(iter) + ": loss " + std::to_string(step.loss) +
-                          ", gradient norm " + std::to_string(step.grad_norm) + " (learning rate " + std::to_string(lr) +
-                          "); the last good checkpoint in " + config_.out_dir + " was kept. Try a lower learning_rate.",
+                          ", gradient norm " + std::to_string(step.grad_norm) + " (learning rate " +
+                          std::to_string(lr) + "); the last good checkpoint in " + config_.out_dir +
+                          " was kept. Try a lower learning_rate.",
                       1);
     const double dt = seconds_since(iter_start);
     train_seconds_ += dt;
@@ -169,8 +179,8 @@ class TrainingRun {
     reporter_->clear_progress();
     result_.stop_signal = stop_signal_->load();
     save(next_iter, false);
-    spdlog::warn("interrupted after iteration {}: checkpoint saved to {}; continue with init_from \"resume\"", next_iter - 1,
-                 model_path(config_.out_dir));
+    spdlog::warn("interrupted after iteration {}: checkpoint saved to {}; continue with init_from \"resume\"",
+                 next_iter - 1, model_path(config_.out_dir));
     return true;
   }
 

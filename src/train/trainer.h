@@ -12,13 +12,13 @@
 namespace gpt {
 
 struct TrainResult {
-  int64_t iterations = 0;      // iterations run by this process
-  int64_t final_iter = 0;      // the iteration the run stopped at
+  int64_t iterations = 0;  // iterations run by this process
+  int64_t final_iter = 0;  // the iteration the run stopped at
   double best_val_loss = 0;
-  double last_val_loss = 0;    // from the last evaluation (NaN when none ran)
+  double last_val_loss = 0;  // from the last evaluation (NaN when none ran)
   double wall_seconds = 0;
   double tokens_per_second = 0;
-  int stop_signal = 0;         // the signal that stopped the run early, 0 when it completed
+  int stop_signal = 0;  // the signal that stopped the run early, 0 when it completed
 };
 
 // `stop_signal`: set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the

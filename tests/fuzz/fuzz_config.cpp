@@ -8,7 +8,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
-    const gpt::TrainConfig config = gpt::parse_train_config(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
+    const gpt::TrainConfig config =
+        gpt::parse_train_config(std::string(reinterpret_cast<const char*>(data), size), "fuzz");
     gpt::find_config_problem(config);
   } catch (const gpt::UserError&) {
   }
