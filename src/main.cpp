@@ -8,6 +8,41 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
+#include "dist/world.h"
+
+namespace {
+
+// In a run of several processes, an error only this process met: say which rank met it, then end
+// every process of the run (MPI_Abort) rather than leave the others waiting in a collective.
+int fail(const std::string& what, const std::string& message, int exit_code) {
+  const gpt::World& world = gpt::World::instance();
+  if (!world.distributed()) {
+    std::fprintf(stderr, "gpt: %s: %s\n", what.c_str(), message.c_str());
+    return exit_code;
+  }
+  std::fprintf(stderr, "gpt: %s (%s): %s\n", what.c_str(), world.describe().c_str(), message.c_str());
+  std::fflush(stderr);
+  world.abort(exit_code);
+}
+
+int run(const std::vector<gpt::Command>& commands) {
+  try {
+    for (const gpt::Command& command : commands)
+      if (command.app->parsed()) return command.run();
+  } catch (const gpt::AgreedFailure& e) {
+    if (e.report) std::fprintf(stderr, "gpt: error: %s\n", e.message.c_str());
+    return e.exit_code;
+  } catch (const gpt::UserError& e) {
+    return fail("error", e.what(), e.exit_code());
+  } catch (const std::bad_alloc&) {
+    return fail("error", "out of memory", 1);
+  } catch (const std::exception& e) {
+    return fail("internal error", e.what(), 1);
+  }
+  return 2;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   // Past a file size limit, write() should fail with EFBIG (reported with the file's name, the
@@ -25,17 +60,12 @@ int main(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : 2;  // --help and --version exit 0; usage errors 2
   }
   try {
-    for (const gpt::Command& command : commands)
-      if (command.app->parsed()) return command.run();
-  } catch (const gpt::UserError& e) {
-    std::fprintf(stderr, "gpt: error: %s\n", e.what());
-    return e.exit_code();
-  } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "gpt: error: out of memory\n");
-    return 1;
+    gpt::World::start(&argc, &argv);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gpt: internal error: %s\n", e.what());
-    return 1;
+    std::fprintf(stderr, "gpt: error: %s\n", e.what());
+    return 2;
   }
-  return 2;
+  const int code = run(commands);
+  gpt::World::stop();
+  return code;
 }

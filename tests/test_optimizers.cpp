@@ -44,7 +44,7 @@ TEST(Lion, MatchesTheUpdateRuleStepByStep) {
   store.finalize();
   store.initialize(1);
   const LionSettings settings{0.9, 0.99, 0.5};
-  Lion lion(store, settings);
+  Lion lion(store, settings, {0, static_cast<int64_t>(store.padded_floats())});
   EXPECT_STREQ(lion.name(), "lion");
   ASSERT_EQ(lion.state().size(), 1u);
   EXPECT_EQ(lion.state()[0].name, "exp_avg");

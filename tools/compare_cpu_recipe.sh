@@ -11,6 +11,7 @@ seeds=("${@:-1337}")
 gpt=${GPT_BINARY:-build/gpt}
 work=${WORK_DIR:-out/compare_cpu_recipe}
 mkdir -p "$work"
+tools/install_deps.sh python3-torch python3-numpy >&2
 tools/fetch_shakespeare.sh >/dev/null
 /usr/bin/python3 - "$work/val.txt" <<'PY'
 import sys

@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/config_flags.h"
 #include "cli/config_loader.h"
+#include "dist/world.h"
 #include "io/checkpoint.h"
 #include "train/progress.h"
 #include "train/trainer.h"
@@ -34,8 +35,11 @@ struct TrainOptions {
 };
 
 int run_train(TrainOptions& options) {
-  setup_logging(options.quiet);
-  const TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
+  // Rank 0 alone logs progress; the others say only what goes wrong.
+  setup_logging(options.quiet || !World::instance().is_root());
+  TrainConfig config;
+  run_agreeing(World::instance(),
+               [&] { config = load_train_config(options.config_path, options.config_flags.given()); });
 
   std::signal(SIGINT, on_stop_signal);
   std::signal(SIGTERM, on_stop_signal);
@@ -43,9 +47,11 @@ int run_train(TrainOptions& options) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
 
-  spdlog::info("{} {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",
-               result.stop_signal ? "stopped after" : "done:", result.iterations, format_duration(result.wall_seconds),
-               result.tokens_per_second, result.best_val_loss, model_path(config.out_dir));
+  if (World::instance().is_root())
+    spdlog::info("{} {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",
+                 result.stop_signal ? "stopped after" : "done:", result.iterations,
+                 format_duration(result.wall_seconds), result.tokens_per_second, result.best_val_loss,
+                 model_path(config.out_dir));
   return result.stop_signal ? 128 + result.stop_signal : 0;
 }
 

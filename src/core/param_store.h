@@ -29,6 +29,12 @@ struct NamedBuffer {
   float* data;
 };
 
+// Floats [begin, end) of the store's layout (a process's shard of it).
+struct StoreRange {
+  int64_t begin = 0, end = 0;
+  int64_t size() const { return end - begin; }
+};
+
 class ParamStore {
  public:
   struct Slot {

@@ -1,20 +1,28 @@
 #include "train/evaluate.h"
 
+#include <algorithm>
 #include <numbers>
+#include <vector>
 
 namespace gpt {
 
 double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& e,
-                     Batch& batch) {
+                     Batch& batch, const World& world) {
   NoGradGuard no_grad(graph);
   const int64_t B = e.batch_size, T = e.block_size;
-  double total = 0.0;
-  for (int64_t i = 0; i < e.count; ++i) {
+  const int64_t per_process = (e.count + world.size() - 1) / world.size(), first = per_process * world.rank();
+  std::vector<double> mine(static_cast<std::size_t>(per_process), 0.0);
+  std::vector<double> all(static_cast<std::size_t>(per_process * world.size()));
+  for (int64_t i = first; i < std::min(e.count, first + per_process); ++i) {
     Rng rows = eval_batch_stream(e.seed, e.iter, which, i);
     Dataset::sample_batch(split, B, T, rows, batch);
-    total += model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rows).loss.item();
+    mine[static_cast<std::size_t>(i - first)] =
+        model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rows).loss.item();
     graph.reset();
   }
+  world.all_gather(mine.data(), static_cast<int>(per_process), all.data());  // batch i at all[i]
+  double total = 0.0;
+  for (int64_t i = 0; i < e.count; ++i) total += all[static_cast<std::size_t>(i)];
   return total / static_cast<double>(e.count);
 }
 

@@ -8,6 +8,7 @@
 #include "core/graph.h"
 #include "core/random_streams.h"
 #include "data/dataset.h"
+#include "dist/world.h"
 #include "model/gpt.h"
 
 namespace gpt {
@@ -20,9 +21,11 @@ struct EvalBatches {
   int64_t count, batch_size, block_size;
 };
 
-// Mean cross-entropy over the batches of `which` (drawn from `split`'s ids).
+// Mean cross-entropy over the batches of `which` (drawn from `split`'s ids). The batches are
+// shared among the world's processes and their losses added in batch order: the same bits for
+// any number of processes.
 double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which,
-                     const EvalBatches& batches, Batch& scratch_batch);
+                     const EvalBatches& batches, Batch& scratch_batch, const World& world = World::instance());
 
 struct WindowEval {
   double loss_nats = 0;  // mean cross-entropy per predicted character

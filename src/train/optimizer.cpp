@@ -25,8 +25,6 @@ GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v,
   }
 }
 
-// Sum of squares in 8 double lanes (element k into lane k % 8), lanes added in order: the loop
-// vectorises and the result is the same on every ISA.
 // Lion's update, elementwise; sign(0) = 0 as torch.sign.
 GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n, float decay, float b1,
                                   float one_minus_b1, float b2, float one_minus_b2, float lr) {
@@ -38,37 +36,31 @@ GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n,
   }
 }
 
-// Runs update(offset, count, decay) over every parameter in fixed chunks (offsets in the store's
-// layout), each parameter's chunks in parallel when it is large enough; decay is its decoupled
-// weight-decay factor.
+// Runs update(offset, count, decay) over every parameter's floats inside `shard`, in fixed chunks
+// (offsets in the store's layout), in parallel when there are enough of them; decay is the
+// parameter's decoupled weight-decay factor. The updates are elementwise, so how the floats are
+// chunked or sharded changes no result.
 template <class Update>
-void update_each_parameter(const ParamStore& params, double lr, double weight_decay, const Update& update) {
+void update_each_parameter(const ParamStore& params, StoreRange shard, double lr, double weight_decay,
+                           const Update& update) {
   constexpr int64_t kChunk = 8192;
   for (const ParamStore::Slot& slot : params.slots()) {
     const float decay = slot.shape.rank >= 2 ? static_cast<float>(1.0 - lr * weight_decay) : 1.0f;
-    const auto offset = static_cast<int64_t>(slot.offset);
-    const int64_t n = slot.shape.numel();
+    const int64_t begin = std::max(static_cast<int64_t>(slot.offset), shard.begin);
+    const int64_t end = std::min(static_cast<int64_t>(slot.offset) + slot.shape.numel(), shard.end);
+    const int64_t n = end - begin;
 #pragma omp parallel for schedule(static) if (n > kParallelMinRowReduction)
-    for (int64_t c = 0; c < n; c += kChunk) update(offset + c, std::min(kChunk, n - c), decay);
+    for (int64_t c = 0; c < n; c += kChunk) update(begin + c, std::min(kChunk, n - c), decay);
   }
-}
-
-GPT_VECTOR_CLONES double sum_of_squares(const float* g, int64_t n) {
-  constexpr int kLanes = 8;
-  double lanes[kLanes] = {};
-  int64_t k = 0;
-  for (; k + kLanes <= n; k += kLanes)
-    for (int l = 0; l < kLanes; ++l) lanes[l] += static_cast<double>(g[k + l]) * static_cast<double>(g[k + l]);
-  for (int l = 0; k + l < n; ++l) lanes[l] += static_cast<double>(g[k + l]) * static_cast<double>(g[k + l]);
-  double s = 0.0;
-  for (double lane : lanes) s += lane;
-  return s;
 }
 
 }  // namespace
 
-AdamW::AdamW(ParamStore& params, AdamWSettings settings)
-    : Optimizer(params), settings_(settings), m_(params.padded_floats()), v_(params.padded_floats()) {}
+AdamW::AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard)
+    : Optimizer(params, shard),
+      settings_(settings),
+      m_(static_cast<std::size_t>(shard.size())),
+      v_(static_cast<std::size_t>(shard.size())) {}
 
 void AdamW::step(double lr) {
   ++step_;
@@ -81,15 +73,16 @@ void AdamW::step(double lr) {
              eps = static_cast<float>(settings_.eps);
   const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1),
              one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
-  float *p = params_.data(), *m = m_.data(), *v = v_.data();
+  float* p = params_.data();
   const float* g = params_.grad();
-  update_each_parameter(params_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
+  float *m = m_.data() - shard_.begin, *v = v_.data() - shard_.begin;  // indexed by store offset
+  update_each_parameter(params_, shard_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
     adamw_range(p + c, g + c, m + c, v + c, count, decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size);
   });
 }
 
-Lion::Lion(ParamStore& params, LionSettings settings)
-    : Optimizer(params), settings_(settings), m_(params.padded_floats()) {}
+Lion::Lion(ParamStore& params, LionSettings settings, StoreRange shard)
+    : Optimizer(params, shard), settings_(settings), m_(static_cast<std::size_t>(shard.size())) {}
 
 void Lion::step(double lr) {
   ++step_;
@@ -97,41 +90,24 @@ void Lion::step(double lr) {
   const auto one_minus_b1 = static_cast<float>(1.0 - settings_.beta1),
              one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
   const auto rate = static_cast<float>(lr);
-  float *p = params_.data(), *m = m_.data();
+  float* p = params_.data();
   const float* g = params_.grad();
-  update_each_parameter(params_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
+  float* m = m_.data() - shard_.begin;  // indexed by store offset
+  update_each_parameter(params_, shard_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
     lion_range(p + c, g + c, m + c, count, decay, b1, one_minus_b1, b2, one_minus_b2, rate);
   });
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params) {
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard) {
   if (config.optimizer == "lion")
-    return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay});
+    return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay},
+                                  shard);
   GPT_CHECK(config.optimizer == "adamw", "unknown optimizer " + config.optimizer);
-  return std::make_unique<AdamW>(params, AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay});
+  return std::make_unique<AdamW>(params, AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, shard);
 }
 
-double clip_grad_norm(ParamStore& params, double max_norm) {
-  // Fixed chunks, each summed by one thread, then added in chunk order: thread-independent.
-  constexpr int64_t kChunk = 1 << 14;
-  const auto total = static_cast<int64_t>(params.padded_floats());  // padding is always zero
-  const int64_t chunks = (total + kChunk - 1) / kChunk;
-  thread_local std::vector<double> partial;  // grows once: no allocation per step
-  partial.resize(static_cast<std::size_t>(chunks));
-  double* sums = partial.data();
-  const float* g = params.grad();
-#pragma omp parallel for schedule(static)
-  for (int64_t c = 0; c < chunks; ++c) sums[c] = sum_of_squares(g + c * kChunk, std::min(kChunk, total - c * kChunk));
-  double sum = 0.0;
-  for (double s : partial) sum += s;
-  const double norm = std::sqrt(sum);
-  if (max_norm > 0.0 && std::isfinite(norm)) {
-    const auto coef = static_cast<float>(std::min(1.0, max_norm / (norm + 1e-6)));
-    float* gm = params.grad();
-#pragma omp parallel for schedule(static)
-    for (int64_t k = 0; k < total; ++k) gm[k] *= coef;
-  }
-  return norm;
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params) {
+  return make_optimizer(config, params, {0, static_cast<int64_t>(params.padded_floats())});
 }
 
 }  // namespace gpt

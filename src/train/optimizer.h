@@ -12,27 +12,33 @@
 
 #include "core/aligned_buffer.h"
 #include "core/param_store.h"
+#include "train/clip.h"
 
 namespace gpt {
 
 struct TrainConfig;
 
+// Every optimizer updates the floats `shard` of the store (all of it, or one process's part when
+// optimizer state is sharded across processes); its state buffers hold that range only.
 class Optimizer {
  public:
-  explicit Optimizer(ParamStore& params) : params_(params) {}
+  Optimizer(ParamStore& params, StoreRange shard) : params_(params), shard_(shard) {}
   virtual ~Optimizer() = default;
 
   virtual const char* name() const = 0;  // the config's "optimizer" value
   // One update of every parameter from its gradient at learning rate `lr`.
   virtual void step(double lr) = 0;
-  // The per-parameter state, each buffer in the parameter store's layout.
+  // The per-parameter state, each buffer in the parameter store's layout restricted to shard():
+  // element k is the store's float shard().begin + k.
   virtual std::vector<NamedBuffer> state() = 0;
+  StoreRange shard() const { return shard_; }
 
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t step) { step_ = step; }
 
  protected:
   ParamStore& params_;
+  StoreRange shard_;
   int64_t step_ = 0;
 };
 
@@ -42,7 +48,7 @@ struct AdamWSettings {
 };
 class AdamW final : public Optimizer {
  public:
-  AdamW(ParamStore& params, AdamWSettings settings);
+  AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard);
   const char* name() const override { return "adamw"; }
   void step(double lr) override;
   std::vector<NamedBuffer> state() override { return {{"exp_avg", m_.data()}, {"exp_avg_sq", v_.data()}}; }
@@ -61,7 +67,7 @@ struct LionSettings {
 };
 class Lion final : public Optimizer {
  public:
-  Lion(ParamStore& params, LionSettings settings);
+  Lion(ParamStore& params, LionSettings settings, StoreRange shard);
   const char* name() const override { return "lion"; }
   void step(double lr) override;
   std::vector<NamedBuffer> state() override { return {{"exp_avg", m_.data()}}; }
@@ -71,12 +77,9 @@ class Lion final : public Optimizer {
   AlignedBuffer<float> m_;
 };
 
-// The optimizer the config names ("adamw" or "lion"), with the config's settings.
+// The optimizer the config names ("adamw" or "lion"), with the config's settings, over `shard`
+// (by default the whole store).
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params);
-
-// The global L2 norm of all gradients (computed in double, in a fixed order); when max_norm > 0,
-// scales every gradient by min(1, max_norm / (norm + 1e-6)) as torch.nn.utils.clip_grad_norm_.
-// Returns the norm before clipping.
-double clip_grad_norm(ParamStore& params, double max_norm);
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard);
 
 }  // namespace gpt

@@ -47,16 +47,19 @@ void RunReporter::iteration(const IterationReport& r) {
   }
   progress_.clear();
   const double mfu = peak_gflops_ > 0 ? gflop_per_iter_ / dt / peak_gflops_ : 0.0;
-  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", r.iter, r.loss,
-               r.lr, dt * 1e3, tokens_per_iter_ / dt, 100 * mfu, format_duration(eta));
-  const nlohmann::ordered_json record = {{"type", "train"},
-                                         {"iter", r.iter},
-                                         {"loss", r.loss},
-                                         {"lr", r.lr},
-                                         {"grad_norm", r.grad_norm},
-                                         {"ms_per_iter", dt * 1e3},
-                                         {"tokens_per_s", tokens_per_iter_ / dt},
-                                         {"mfu", mfu}};
+  const std::string exchange =
+      r.exchange_seconds > 0 ? fmt::format(" (exchange {:.1f} ms)", r.exchange_seconds * 1e3) : std::string();
+  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter{}, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", r.iter,
+               r.loss, r.lr, dt * 1e3, exchange, tokens_per_iter_ / dt, 100 * mfu, format_duration(eta));
+  nlohmann::ordered_json record = {{"type", "train"},
+                                   {"iter", r.iter},
+                                   {"loss", r.loss},
+                                   {"lr", r.lr},
+                                   {"grad_norm", r.grad_norm},
+                                   {"ms_per_iter", dt * 1e3},
+                                   {"tokens_per_s", tokens_per_iter_ / dt},
+                                   {"mfu", mfu}};
+  if (r.exchange_seconds > 0) record["exchange_ms"] = r.exchange_seconds * 1e3;
   write_metrics(record.dump());
 }
 

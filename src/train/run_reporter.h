@@ -15,6 +15,7 @@ namespace gpt {
 struct IterationReport {
   int64_t iter;
   double loss, grad_norm, lr, seconds;
+  double exchange_seconds = 0;  // of the gradient exchange between processes (0 in one process)
 };
 
 class RunReporter {

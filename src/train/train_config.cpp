@@ -51,7 +51,11 @@ const std::vector<ConfigKey>& config_keys() {
       {"grad_clip", &C::grad_clip, "clip gradients to this global norm (0 = off)"},
       {"gradient_accumulation_steps", &C::gradient_accumulation_steps, "micro-batches per optimizer step"},
       {"seed", &C::seed, "random seed: keys every random stream (initialisation, batches, dropout, evaluation)"},
-      {"threads", &C::threads, "worker threads (0 = all cores)"},
+      {"threads", &C::threads, "worker threads per process (0 = all cores)"},
+      {"zero_stage", &C::zero_stage,
+       "under mpirun: 1 shards the optimizer state across processes (ZeRO-1), 0 does not"},
+      {"check_replicas", &C::check_replicas,
+       "under mpirun: after every step, check that all processes hold the same weights"},
   };
   return keys;
 }
@@ -95,6 +99,8 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
   if (c.seed < 0) return {"seed", "must be >= 0"};
   if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
+  if (c.zero_stage != 0 && c.zero_stage != 1)
+    return {"zero_stage", "must be 0 or 1, got " + std::to_string(c.zero_stage)};
   return {};
 }
 

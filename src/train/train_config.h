@@ -50,6 +50,8 @@ struct TrainConfig {
   // system
   int64_t seed = 1337;
   int64_t threads = 0;
+  int64_t zero_stage = 0;
+  bool check_replicas = false;
 
   GptConfig model_config(int64_t vocab_size) const;
 };

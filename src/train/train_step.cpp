@@ -26,14 +26,18 @@ double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_
 
 StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync,
                       const std::vector<int32_t>& split, const StepSettings& s, int64_t iter, double lr, Batch& batch) {
-  double loss_sum = 0.0;
+  ParamStore& params = model.params();
   const MicroBatchRange mine = sync.micro_batches(s.accumulation_steps);
   for (int64_t micro = mine.begin; micro < mine.end; ++micro)
-    loss_sum += accumulate_micro_batch(model, graph, split, s, iter, micro, batch);
-  sync.synchronize(model.params(), loss_sum);
-  StepResult result{loss_sum / static_cast<double>(s.accumulation_steps), clip_grad_norm(model.params(), s.grad_clip)};
-  if (result.finite()) optimizer.step(lr);
-  model.params().zero_grad();
+    sync.collect(micro, params, accumulate_micro_batch(model, graph, split, s, iter, micro, batch));
+  const double loss_sum = sync.synchronize(params);
+  StepResult result{loss_sum / static_cast<double>(s.accumulation_steps), sync.clip(params, s.grad_clip)};
+  // Loss and norm are the same in every process, so all skip a non-finite step together.
+  if (result.finite()) {
+    optimizer.step(lr);
+    sync.share_parameters(params);
+  }
+  params.zero_grad();
   return result;
 }
 

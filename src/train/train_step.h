@@ -1,7 +1,7 @@
 // One optimizer step: this process's micro-batches of forward + backward, the gradient sync,
-// global-norm clipping, the optimizer, zero-grad. Every random draw is keyed by (seed, iteration,
-// micro-batch), so a micro-batch's rows, dropout masks, loss and gradient are the same whichever
-// process computes it and whatever ran before. Shared by the training loop and `gpt bench`.
+// global-norm clipping, the optimizer (on this process's shard), zero-grad. Every random draw is keyed by (seed,
+// iteration, micro-batch), so a micro-batch's rows, dropout masks, loss and gradient are the same whichever process
+// computes it and whatever ran before. Shared by the training loop and `gpt bench`.
 #pragma once
 
 #include <cstdint>

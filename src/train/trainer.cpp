@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -11,10 +12,12 @@
 
 #include "core/check.h"
 #include "data/dataset.h"
+#include "dist/world.h"
 #include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "kernels/fma_probe.h"
 #include "model/gpt.h"
+#include "train/distributed_state.h"
 #include "train/evaluate.h"
 #include "train/gradient_sync.h"
 #include "train/lr_schedule.h"
@@ -43,33 +46,47 @@ void check_resume_matches(const GptConfig& saved, const TrainConfig& config, con
   if (saved.bias != config.bias) throw UserError("cannot resume: " + path + " and the config disagree on \"bias\"");
 }
 
-OptimizerState optimizer_state(Optimizer& optimizer) {
-  return {optimizer.name(), optimizer.step_count(), optimizer.state()};
+[[noreturn]] void fail_on_every_rank(const World& world, const std::string& message, int exit_code) {
+  if (!world.distributed()) throw UserError(message, exit_code);
+  throw AgreedFailure{message, exit_code, world.is_root()};
 }
 
-// One run of `gpt train`: setup in the constructor (threads, data, model, optimizer, resume), then
-// run() loops over iterations, each an evaluation-and-checkpoint decision and a training step.
+// FNV-1a over the weights' bytes: equal on every process exactly when the weights are.
+int64_t weights_hash(const ParamStore& params, const float* data) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const auto* bytes = reinterpret_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < params.padded_floats() * sizeof(float); ++i) h = (h ^ bytes[i]) * 0x100000001b3ull;
+  return static_cast<int64_t>(h >> 1);
+}
+
+// One run of `gpt train` in one process of a world of one or more: setup in the constructor
+// (threads, data, model, optimizer, resume; every process agrees that it succeeded before any
+// waits for another), then run() loops over iterations, each an evaluation-and-checkpoint
+// decision and a training step. Every process computes the same values; rank 0 alone writes.
 class TrainingRun {
  public:
   TrainingRun(const TrainConfig& config, const std::atomic<int>* stop_signal)
       : config_(config),
         stop_signal_(stop_signal),
+        world_(World::instance()),
         start_(Clock::now()),
-        data_(load_data(config)),
         resume_(config.init_from == "resume") {
-    create_out_dir();
-    load_or_init();
-    write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(),
-                          to_json(config_).dump(2) + "\n");
+    run_agreeing(world_, [&] { set_up_locally(); });
+    if (resume_) share_resumed_state(world_, model_->params(), state_, *optimizer_, resumed_, resumed_step_);
     settings_ = {config_.batch_size, config_.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
                  static_cast<uint64_t>(config_.seed)};
     tokens_per_iter_ =
         static_cast<double>(config_.batch_size * config_.block_size * config_.gradient_accumulation_steps);
-    // MFU: nanoGPT's flop estimate per iteration against this machine's measured FMA peak.
+    // MFU: nanoGPT's flop estimate per iteration against the measured FMA peaks of all processes.
     static const double peak_gflops = measure_fma_peak_gflops(0.2);
-    reporter_ = std::make_unique<RunReporter>(
-        config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9, peak_gflops, resume_);
-    log_setup();
+    if (world_.is_root()) {
+      write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(),
+                            to_json(config_).dump(2) + "\n");
+      reporter_ =
+          std::make_unique<RunReporter>(config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9,
+                                        peak_gflops * world_.size(), resume_);
+      log_setup();
+    }
   }
 
   TrainResult run() {
@@ -84,19 +101,34 @@ class TrainingRun {
       ++iter;
       if (stop_requested(iter)) break;
     }
-    reporter_->clear_progress();
+    if (reporter_) reporter_->clear_progress();
     if (result_.stop_signal == 0 && last_saved_iter_ != iter) {
       save(iter, true);
-      spdlog::info("saved final checkpoint to {}", model_path(config_.out_dir));
+      if (world_.is_root()) spdlog::info("saved final checkpoint to {}", model_path(config_.out_dir));
     }
     return finish(iter);
   }
 
  private:
-  // The thread count is set first: reading the data already runs parallel loops.
-  static Dataset load_data(const TrainConfig& config) {
-    if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
-    return Dataset(config.data_path, config.val_fraction, config.block_size);
+  // What each process does on its own; run_agreeing makes a failure anywhere a failure everywhere.
+  void set_up_locally() {
+    if (config_.threads > 0) omp_set_num_threads(static_cast<int>(config_.threads));
+    if (config_.gradient_accumulation_steps % world_.size() != 0)
+      throw UserError("gradient_accumulation_steps (" + std::to_string(config_.gradient_accumulation_steps) +
+                      ") must be divisible by the number of processes (" + std::to_string(world_.size()) +
+                      "): it counts the micro-batches of an iteration over all of them");
+    data_ = std::make_unique<Dataset>(config_.data_path, config_.val_fraction, config_.block_size);
+    if (world_.is_root()) create_out_dir();
+    model_ = std::make_unique<Gpt>(config_.model_config(data_->vocab().size()));
+    if (!resume_) model_->init_weights(static_cast<uint64_t>(config_.seed));
+    model_->set_dropout(static_cast<float>(config_.dropout));  // a training setting: a resumed run uses the config's
+    if (world_.distributed())
+      sync_ = std::make_unique<DataParallelSync>(world_, model_->params(), config_.zero_stage == 1);
+    else
+      sync_ = std::make_unique<LocalGradientSync>();
+    optimizer_ = make_optimizer(config_, model_->params(), sync_->optimizer_shard(model_->params()));
+    resumed_ = whole_state_buffers(*optimizer_, resume_ ? model_->params().padded_floats() : 0);
+    if (resume_ && world_.is_root()) load_checkpoint();
   }
 
   void create_out_dir() const {
@@ -105,24 +137,20 @@ class TrainingRun {
     if (ec) throw UserError("cannot create out_dir " + config_.out_dir + ": " + ec.message(), 1);
   }
 
-  void load_or_init() {
-    if (resume_) {
-      LoadedModel loaded = load_model(config_.out_dir);
-      check_resume_matches(loaded.model->config(), config_, loaded.path);
-      if (loaded.vocab.code_points() != data_.vocab().code_points())
-        throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
-                        loaded.path);
-      model_ = std::move(loaded.model);
-    } else {
-      model_ = std::make_unique<Gpt>(config_.model_config(data_.vocab().size()));
-      model_->init_weights(static_cast<uint64_t>(config_.seed));
-    }
-    model_->set_dropout(static_cast<float>(config_.dropout));  // a training setting: a resumed run uses the config's
-    optimizer_ = make_optimizer(config_, model_->params());
-    if (!resume_) return;
-    OptimizerState restored = optimizer_state(*optimizer_);
+  // Rank 0: the checkpoint's weights into the model, its optimizer state into resumed_.
+  void load_checkpoint() {
+    LoadedModel loaded = load_model(config_.out_dir);
+    check_resume_matches(loaded.model->config(), config_, loaded.path);
+    if (loaded.vocab.code_points() != data_->vocab().code_points())
+      throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
+                      loaded.path);
+    ParamStore& params = model_->params();
+    std::memcpy(params.data(), loaded.model->params().data(), params.padded_floats() * sizeof(float));
+    OptimizerState restored{optimizer_->name(), 0, {}};
+    const std::vector<NamedBuffer> names = optimizer_->state();
+    for (std::size_t i = 0; i < names.size(); ++i) restored.buffers.push_back({names[i].name, resumed_[i].data()});
     state_ = load_training_state(config_.out_dir, *model_, restored);
-    optimizer_->set_step_count(restored.step);
+    resumed_step_ = restored.step;
     spdlog::info("resuming from {} at iteration {} (best val loss {:.4f})", model_path(config_.out_dir),
                  state_.iter_num, state_.best_val_loss);
   }
@@ -130,29 +158,40 @@ class TrainingRun {
   void log_setup() const {
     spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
                  model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd,
-                 config_.block_size, data_.vocab().size(), optimizer_->name());
-    spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration; {} threads",
-                 data_.train().size(), data_.val().size(), config_.data_path, static_cast<int64_t>(tokens_per_iter_),
-                 omp_get_max_threads());
+                 config_.block_size, data_->vocab().size(), optimizer_->name());
+    spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration", data_->train().size(),
+                 data_->val().size(), config_.data_path, static_cast<int64_t>(tokens_per_iter_));
+    if (!world_.distributed()) {
+      spdlog::info("threads: {}", omp_get_max_threads());
+      return;
+    }
+    const auto* parallel = static_cast<const DataParallelSync*>(sync_.get());
+    spdlog::info(
+        "world: {} processes on {} host(s), {} per host, {} threads each; {} micro-batches of {} each; "
+        "{:.1f} MB exchanged per process per iteration; optimizer state {}",
+        world_.size(), world_.hosts(), world_.ranks_on_this_host(), omp_get_max_threads(),
+        config_.gradient_accumulation_steps / world_.size(), config_.gradient_accumulation_steps,
+        static_cast<double>(parallel->floats_exchanged_per_iteration()) * 4e-6,
+        config_.zero_stage == 1 ? "sharded (ZeRO-1)" : "replicated");
   }
 
   bool is_eval_iteration(int64_t iter) const { return iter % config_.eval_interval == 0 || iter == config_.max_iters; }
 
   // nanoGPT's policy: evaluate both splits; save when val loss improves (or always), never at 0.
   void evaluate_and_checkpoint(int64_t iter) {
-    reporter_->clear_progress();
+    if (reporter_) reporter_->clear_progress();
     const auto eval_start = Clock::now();
     const EvalBatches batches{static_cast<uint64_t>(config_.seed), iter, config_.eval_iters, config_.batch_size,
                               config_.block_size};
-    const double train_loss = estimate_loss(*model_, graph_, data_.train(), Split::train, batches, batch_);
-    const double val_loss = estimate_loss(*model_, graph_, data_.val(), Split::val, batches, batch_);
+    const double train_loss = estimate_loss(*model_, graph_, data_->train(), Split::train, batches, batch_, world_);
+    const double val_loss = estimate_loss(*model_, graph_, data_->val(), Split::val, batches, batch_, world_);
     result_.last_val_loss = val_loss;
-    reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), seconds_since(eval_start));
+    if (reporter_) reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), seconds_since(eval_start));
     if (val_loss < state_.best_val_loss || config_.always_save_checkpoint) {
       state_.best_val_loss = std::min(state_.best_val_loss, val_loss);
       if (iter > 0) {
         save(iter, true);
-        spdlog::info("saved checkpoint to {}", model_path(config_.out_dir));
+        if (world_.is_root()) spdlog::info("saved checkpoint to {}", model_path(config_.out_dir));
       }
     }
   }
@@ -160,37 +199,55 @@ class TrainingRun {
   void train_iteration(int64_t iter) {
     const auto iter_start = Clock::now();
     const double lr = schedule_.at(iter);
-    const StepResult step = train_step(*model_, graph_, *optimizer_, sync_, data_.train(), settings_, iter, lr, batch_);
+    const StepResult step =
+        train_step(*model_, graph_, *optimizer_, *sync_, data_->train(), settings_, iter, lr, batch_);
     if (!step.finite())
-      throw UserError("training diverged at iteration " + std::to_string(iter) + ": loss " + std::to_string(step.loss) +
-                          ", gradient norm " + std::to_string(step.grad_norm) + " (learning rate " +
-                          std::to_string(lr) + "); the last good checkpoint in " + config_.out_dir +
-                          " was kept. Try a lower learning_rate.",
-                      1);
+      fail_on_every_rank(world_,
+                         "training diverged at iteration " + std::to_string(iter) + ": loss " +
+                             std::to_string(step.loss) + ", gradient norm " + std::to_string(step.grad_norm) +
+                             " (learning rate " + std::to_string(lr) + "); the last good checkpoint in " +
+                             config_.out_dir + " was kept. Try a lower learning_rate.",
+                         1);
+    if (config_.check_replicas) check_replicas(iter);
     const double dt = seconds_since(iter_start);
     train_seconds_ += dt;
     ++result_.iterations;
-    reporter_->iteration({iter, step.loss, step.grad_norm, lr, dt});
+    if (reporter_) reporter_->iteration({iter, step.loss, step.grad_norm, lr, dt, exchange_seconds()});
   }
 
-  // After a stop signal: save where the run is, to resume exactly there.
+  double exchange_seconds() const {
+    if (!world_.distributed()) return 0.0;
+    return static_cast<const DataParallelSync*>(sync_.get())->exchange_seconds();
+  }
+
+  void check_replicas(int64_t iter) const {
+    const int64_t hash = weights_hash(model_->params(), model_->params().data());
+    if (world_.max(hash) != world_.min(hash))
+      fail_on_every_rank(world_, "the processes' weights differ after iteration " + std::to_string(iter), 1);
+  }
+
+  // A stop signal reaching any process stops all after the same iteration; rank 0 saves there.
   bool stop_requested(int64_t next_iter) {
-    if (!stop_signal_ || stop_signal_->load() == 0) return false;
-    reporter_->clear_progress();
-    result_.stop_signal = stop_signal_->load();
+    const int64_t signal = world_.max(stop_signal_ ? stop_signal_->load() : 0);
+    if (signal == 0) return false;
+    if (reporter_) reporter_->clear_progress();
+    result_.stop_signal = static_cast<int>(signal);
     save(next_iter, false);
-    spdlog::warn("interrupted after iteration {}: checkpoint saved to {}; continue with init_from \"resume\"",
-                 next_iter - 1, model_path(config_.out_dir));
+    if (world_.is_root())
+      spdlog::warn("interrupted after iteration {}: checkpoint saved to {}; continue with init_from \"resume\"",
+                   next_iter - 1, model_path(config_.out_dir));
     return true;
   }
 
+  // Every process takes part (the optimizer state may have to be gathered); rank 0 writes.
   void save(int64_t iter_num, bool eval_done) {
     last_saved_iter_ = iter_num;
     state_.iter_num = iter_num;
     state_.eval_done = eval_done;
     state_.train_config = to_json(config_);
-    const OptimizerState optimizer = optimizer_state(*optimizer_);
-    save_checkpoint(config_.out_dir, *model_, data_.vocab(), &state_, &optimizer);
+    if (gathered_.empty()) gathered_ = whole_state_buffers(*optimizer_, model_->params().padded_floats());
+    const OptimizerState optimizer = gather_optimizer_state(world_, *optimizer_, gathered_);
+    if (world_.is_root()) save_checkpoint(config_.out_dir, *model_, data_->vocab(), &state_, &optimizer);
   }
 
   TrainResult finish(int64_t iter) {
@@ -204,17 +261,20 @@ class TrainingRun {
 
   const TrainConfig& config_;
   const std::atomic<int>* stop_signal_;
+  const World& world_;
   Clock::time_point start_;
-  const Dataset data_;
   const bool resume_;
+  std::unique_ptr<Dataset> data_;
   std::unique_ptr<Gpt> model_;
+  std::unique_ptr<GradientSync> sync_;
   std::unique_ptr<Optimizer> optimizer_;
-  LocalGradientSync sync_;
+  std::vector<AlignedBuffer<float>> resumed_, gathered_;  // whole optimizer state: loaded on rank 0; gathered for saves
+  int64_t resumed_step_ = 0;
   TrainingState state_;
   StepSettings settings_{};
   LrSchedule schedule_ = lr_schedule(config_);
   double tokens_per_iter_ = 0;
-  std::unique_ptr<RunReporter> reporter_;
+  std::unique_ptr<RunReporter> reporter_;  // rank 0 only
   Arena arena_{64u << 20};
   Graph graph_{arena_};
   Batch batch_;

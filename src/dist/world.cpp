@@ -1,0 +1,172 @@
+#include "dist/world.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+
+#include "core/check.h"
+
+#if GPT_WITH_MPI
+#include <mpi.h>
+#define GPT_MPI_CALL(call) check_mpi((call), #call)
+#endif
+
+namespace gpt {
+
+namespace {
+
+World g_world;
+
+bool launched_by_mpi() {
+  for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
+    if (std::getenv(variable)) return true;
+  return false;
+}
+
+#if GPT_WITH_MPI
+void check_mpi(int code, const char* what) {
+  if (code == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING] = {};
+  int length = 0;
+  MPI_Error_string(code, text, &length);
+  throw std::runtime_error(std::string(what) + " failed: " + text);
+}
+#endif
+
+// In one process every collective is a copy of this rank's part.
+void copy_floats(const float* from, float* to, int count) {
+  std::memmove(to, from, sizeof(float) * static_cast<std::size_t>(count));
+}
+
+}  // namespace
+
+World& World::instance() { return g_world; }
+
+std::string World::describe() const {
+  return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + (host_.empty() ? "" : " on " + host_);
+}
+
+void World::start(int* argc, char*** argv) {
+  World& w = g_world;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  w.host_ = host;
+  if (!launched_by_mpi()) return;
+#if GPT_WITH_MPI
+  int provided = 0;
+  // Only the main thread calls MPI (OpenMP threads never do).
+  GPT_MPI_CALL(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+  w.mpi_ = true;
+  MPI_Comm_rank(MPI_COMM_WORLD, &w.rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &w.size_);
+  // Failures come back as codes (then a message naming the call), not as a silent abort.
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  MPI_Comm local;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, w.rank_, MPI_INFO_NULL, &local);
+  MPI_Comm_size(local, &w.ranks_on_host_);
+  int local_rank = 0;
+  MPI_Comm_rank(local, &local_rank);
+  MPI_Comm_free(&local);
+  int leader = local_rank == 0 ? 1 : 0;
+  MPI_Allreduce(&leader, &w.hosts_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+#else
+  (void)argc;
+  (void)argv;
+  throw UserError("this gpt was built without MPI but was started by an MPI launcher (install libopenmpi-dev and "
+                  "rebuild with -DGPT_MPI=ON)");
+#endif
+}
+
+void World::stop() {
+#if GPT_WITH_MPI
+  if (g_world.mpi_) MPI_Finalize();
+#endif
+  g_world.mpi_ = false;
+}
+
+void World::all_gather(const double* mine, int count, double* all) const {
+#if GPT_WITH_MPI
+  if (mpi_) return GPT_MPI_CALL(MPI_Allgather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, MPI_COMM_WORLD));
+#endif
+  std::memcpy(all, mine, sizeof(double) * static_cast<std::size_t>(count));
+}
+
+void World::all_gather_v(const float* mine, float* all, const std::vector<int>& counts,
+                         const std::vector<int>& offsets) const {
+#if GPT_WITH_MPI
+  if (mpi_)
+    return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, all, counts.data(),
+                                       offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
+#endif
+  copy_floats(mine, all + offsets[0], counts[0]);
+}
+
+void World::all_gather_v(const double* mine, double* all, const std::vector<int>& counts,
+                         const std::vector<int>& offsets) const {
+#if GPT_WITH_MPI
+  if (mpi_)
+    return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_DOUBLE, all, counts.data(),
+                                       offsets.data(), MPI_DOUBLE, MPI_COMM_WORLD));
+#endif
+  std::memmove(all + offsets[0], mine, sizeof(double) * static_cast<std::size_t>(counts[0]));
+}
+
+void World::gather_v(const float* mine, float* all, const std::vector<int>& counts, const std::vector<int>& offsets) const {
+#if GPT_WITH_MPI
+  if (mpi_)
+    return GPT_MPI_CALL(MPI_Gatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, all, counts.data(),
+                                    offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD));
+#endif
+  copy_floats(mine, all + offsets[0], counts[0]);
+}
+
+void World::all_to_all_v(const float* send, const std::vector<int>& send_counts, const std::vector<int>& send_offsets,
+                         float* recv, const std::vector<int>& recv_counts, const std::vector<int>& recv_offsets) const {
+#if GPT_WITH_MPI
+  if (mpi_)
+    return GPT_MPI_CALL(MPI_Alltoallv(send, send_counts.data(), send_offsets.data(), MPI_FLOAT, recv, recv_counts.data(),
+                                      recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
+#endif
+  (void)recv_counts;
+  copy_floats(send + send_offsets[0], recv + recv_offsets[0], send_counts[0]);
+}
+
+void World::broadcast(void* data, std::size_t bytes) const {
+#if GPT_WITH_MPI
+  // In pieces: MPI counts are ints.
+  constexpr std::size_t kPiece = std::size_t{1} << 30;
+  auto* p = static_cast<char*>(data);
+  if (mpi_)
+    for (std::size_t done = 0; done < bytes; done += kPiece)
+      GPT_MPI_CALL(MPI_Bcast(p + done, static_cast<int>(std::min(kPiece, bytes - done)), MPI_BYTE, 0, MPI_COMM_WORLD));
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+int64_t World::max(int64_t value) const {
+  int64_t result = value;
+#if GPT_WITH_MPI
+  if (mpi_) GPT_MPI_CALL(MPI_Allreduce(&value, &result, 1, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD));
+#endif
+  return result;
+}
+
+void World::barrier() const {
+#if GPT_WITH_MPI
+  if (mpi_) GPT_MPI_CALL(MPI_Barrier(MPI_COMM_WORLD));
+#endif
+}
+
+void World::abort(int exit_code) const {
+#if GPT_WITH_MPI
+  if (mpi_) MPI_Abort(MPI_COMM_WORLD, exit_code);
+#endif
+  std::_Exit(exit_code);
+}
+
+}  // namespace gpt

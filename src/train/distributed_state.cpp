@@ -1,0 +1,66 @@
+#include "train/distributed_state.h"
+
+#include <cstring>
+
+namespace gpt {
+
+namespace {
+
+// Every process's shard as counts and offsets (gathered: each knows only its own).
+void all_shards(const World& world, StoreRange mine, std::vector<int>& counts, std::vector<int>& offsets) {
+  const double bounds[2] = {static_cast<double>(mine.begin), static_cast<double>(mine.end)};
+  std::vector<double> all(2 * static_cast<std::size_t>(world.size()));
+  world.all_gather(bounds, 2, all.data());
+  counts.clear();
+  offsets.clear();
+  for (int r = 0; r < world.size(); ++r) {
+    const auto begin = static_cast<int>(all[2 * static_cast<std::size_t>(r)]);
+    offsets.push_back(begin);
+    counts.push_back(static_cast<int>(all[2 * static_cast<std::size_t>(r) + 1]) - begin);
+  }
+}
+
+}  // namespace
+
+std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std::size_t floats) {
+  std::vector<AlignedBuffer<float>> whole;
+  for (std::size_t i = 0; i < optimizer.state().size(); ++i) whole.emplace_back(floats);
+  return whole;
+}
+
+OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer,
+                                      std::vector<AlignedBuffer<float>>& whole) {
+  OptimizerState state{optimizer.name(), optimizer.step_count(), optimizer.state()};
+  const StoreRange shard = optimizer.shard();
+  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != whole.at(0).size()) != 0;
+  if (!sharded) return state;  // every process holds the whole state
+  std::vector<int> counts, offsets;
+  all_shards(world, shard, counts, offsets);
+  for (std::size_t i = 0; i < state.buffers.size(); ++i) {
+    world.gather_v(state.buffers[i].data, whole[i].data(), counts, offsets);
+    state.buffers[i].data = whole[i].data();
+  }
+  return state;
+}
+
+void share_resumed_state(const World& world, ParamStore& params, TrainingState& state, Optimizer& optimizer,
+                         std::vector<AlignedBuffer<float>>& whole, int64_t optimizer_step) {
+  world.broadcast(params.data(), params.padded_floats() * sizeof(float));
+  struct Loop {
+    int64_t iter_num, eval_done, optimizer_step;
+    double best_val_loss;
+  } loop{state.iter_num, state.eval_done ? 1 : 0, optimizer_step, state.best_val_loss};
+  world.broadcast(&loop, sizeof loop);
+  state.iter_num = loop.iter_num;
+  state.eval_done = loop.eval_done != 0;
+  state.best_val_loss = loop.best_val_loss;
+  optimizer.set_step_count(loop.optimizer_step);
+  const StoreRange shard = optimizer.shard();
+  const std::vector<NamedBuffer> mine = optimizer.state();
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    world.broadcast(whole[i].data(), whole[i].size() * sizeof(float));
+    std::memcpy(mine[i].data, whole[i].data() + shard.begin, static_cast<std::size_t>(shard.size()) * sizeof(float));
+  }
+}
+
+}  // namespace gpt
