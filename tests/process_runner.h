@@ -16,7 +16,11 @@ namespace gpt::testing {
 class ChildProcess {
  public:
   // args: gpt's arguments. file_size_limit > 0 sets RLIMIT_FSIZE in the child.
-  ChildProcess(const std::vector<std::string>& args, const std::string& log_path, long file_size_limit = 0) {
+  ChildProcess(const std::vector<std::string>& args, const std::string& log_path, long file_size_limit = 0)
+      : ChildProcess(GPT_BINARY, args, log_path, file_size_limit) {}
+  // Another program (a launcher such as mpirun) with its arguments.
+  ChildProcess(const std::string& program, const std::vector<std::string>& args, const std::string& log_path,
+               long file_size_limit = 0) {
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -27,7 +31,7 @@ class ChildProcess {
         ::setrlimit(RLIMIT_FSIZE, &limit);
       }
       std::vector<char*> argv;
-      std::string binary = GPT_BINARY;
+      std::string binary = program;
       argv.push_back(binary.data());
       std::vector<std::string> copy = args;
       for (auto& a : copy) argv.push_back(a.data());

@@ -75,8 +75,9 @@ void World::start(int* argc, char*** argv) {
 #else
   (void)argc;
   (void)argv;
-  throw UserError("this gpt was built without MPI but was started by an MPI launcher (install libopenmpi-dev and "
-                  "rebuild with -DGPT_MPI=ON)");
+  throw UserError(
+      "this gpt was built without MPI but was started by an MPI launcher (install libopenmpi-dev and "
+      "rebuild with -DGPT_MPI=ON)");
 #endif
 }
 
@@ -114,7 +115,8 @@ void World::all_gather_v(const double* mine, double* all, const std::vector<int>
   std::memmove(all + offsets[0], mine, sizeof(double) * static_cast<std::size_t>(counts[0]));
 }
 
-void World::gather_v(const float* mine, float* all, const std::vector<int>& counts, const std::vector<int>& offsets) const {
+void World::gather_v(const float* mine, float* all, const std::vector<int>& counts,
+                     const std::vector<int>& offsets) const {
 #if GPT_WITH_MPI
   if (mpi_)
     return GPT_MPI_CALL(MPI_Gatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, all, counts.data(),
@@ -127,8 +129,8 @@ void World::all_to_all_v(const float* send, const std::vector<int>& send_counts,
                          float* recv, const std::vector<int>& recv_counts, const std::vector<int>& recv_offsets) const {
 #if GPT_WITH_MPI
   if (mpi_)
-    return GPT_MPI_CALL(MPI_Alltoallv(send, send_counts.data(), send_offsets.data(), MPI_FLOAT, recv, recv_counts.data(),
-                                      recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
+    return GPT_MPI_CALL(MPI_Alltoallv(send, send_counts.data(), send_offsets.data(), MPI_FLOAT, recv,
+                                      recv_counts.data(), recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
 #endif
   (void)recv_counts;
   copy_floats(send + send_offsets[0], recv + recv_offsets[0], send_counts[0]);

@@ -32,7 +32,8 @@ class World {
   // all[r * count .. (r+1) * count) = rank r's `mine`.
   void all_gather(const double* mine, int count, double* all) const;
   // Rank r's part of `all` is mine (count = counts[r], at offsets[r]), gathered into every rank.
-  void all_gather_v(const float* mine, float* all, const std::vector<int>& counts, const std::vector<int>& offsets) const;
+  void all_gather_v(const float* mine, float* all, const std::vector<int>& counts,
+                    const std::vector<int>& offsets) const;
   void all_gather_v(const double* mine, double* all, const std::vector<int>& counts,
                     const std::vector<int>& offsets) const;
   // The root's part only: gathers like all_gather_v, into `all` on the root.

@@ -17,7 +17,9 @@ void add_floats(float* dst, const float* src, int64_t n) {
   for (int64_t k = 0; k < n; ++k) dst[k] = dst[k] + src[k];
 }
 
-void copy_floats(float* dst, const float* src, int64_t n) { std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n)); }
+void copy_floats(float* dst, const float* src, int64_t n) {
+  std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+}
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -170,8 +172,8 @@ void DataParallelSync::share_parameters(ParamStore& params) {
 
 int64_t DataParallelSync::floats_exchanged_per_iteration() const {
   const int64_t mine = shard_counts_[static_cast<std::size_t>(world_.rank())];
-  const int64_t sent = per_process_ * (total_ - mine);                    // my micro-batches' other shards
-  const int64_t gathered = total_ - mine;                                  // everyone else's shards
+  const int64_t sent = per_process_ * (total_ - mine);  // my micro-batches' other shards
+  const int64_t gathered = total_ - mine;               // everyone else's shards
   return sent + gathered;
 }
 

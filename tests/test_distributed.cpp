@@ -1,0 +1,172 @@
+// Data-parallel training under mpirun: the same losses and weights on 1, 2 and 4 processes (with
+// dropout, with and without sharded optimizer state, on shared memory and on TCP over loopback),
+// resume with another process count, and what happens when a process fails. Each run is a tiny
+// model for a second or two.
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "io/checkpoint.h"
+#include "process_runner.h"
+#include "train/train_config.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+using namespace gpt::testing;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class Distributed : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    spdlog::set_level(spdlog::level::warn);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
+    ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
+    TrainConfig c = tiny_config(dir, corpus);  // dropout 0.1, biases, 20 iterations, evals every 5
+    c.batch_size = 4;
+    c.gradient_accumulation_steps = 4;
+    c.threads = 1;
+    std::ofstream(config) << to_json(c).dump(2);
+  }
+
+  // gpt train in one process, without a launcher.
+  int train_alone(const std::string& out, std::vector<std::string> flags = {}) {
+    std::vector<std::string> args = {"train", "--config", config, "--out_dir", dir.file(out)};
+    args.insert(args.end(), flags.begin(), flags.end());
+    return ChildProcess(args, dir.file(out + ".log")).wait();
+  }
+
+  std::vector<std::string> mpirun_args(int processes, const std::string& out, const std::vector<std::string>& flags,
+                                       bool tcp = false) {
+    std::vector<std::string> args = {"--oversubscribe", "-np", std::to_string(processes)};
+    if (tcp) args.insert(args.end(), {"--mca", "btl", "self,tcp", "--mca", "btl_tcp_if_include", "lo"});
+    args.insert(args.end(), {GPT_BINARY, "train", "--config", config, "--out_dir", dir.file(out)});
+    args.insert(args.end(), flags.begin(), flags.end());
+    return args;
+  }
+
+  int train_on(int processes, const std::string& out, std::vector<std::string> flags = {}, bool tcp = false) {
+    flags.insert(flags.end(), {"--check_replicas", "true"});
+    return ChildProcess(GPT_MPIEXEC, mpirun_args(processes, out, flags, tcp), dir.file(out + ".log")).wait();
+  }
+
+  std::string log(const std::string& out) { return read_file(dir.file(out + ".log")); }
+
+  // The run's logged losses and its final weights must be the reference's.
+  void expect_same_run(const std::string& out, const std::string& reference, std::size_t iterations = 20) {
+    const LoggedRun a = read_metrics(dir.file(out)), b = read_metrics(dir.file(reference));
+    ASSERT_EQ(a.train.size(), iterations) << log(out);
+    EXPECT_EQ(a.train, b.train);
+    EXPECT_EQ(a.val, b.val);
+    LoadedModel x = load_model(dir.file(out)), y = load_model(dir.file(reference));
+    ParamStore &p = x.model->params(), &q = y.model->params();
+    ASSERT_EQ(p.padded_floats(), q.padded_floats());
+    EXPECT_EQ(0, std::memcmp(p.data(), q.data(), p.padded_floats() * sizeof(float))) << "weights of " << out;
+  }
+
+  ScratchDir dir;
+  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
+  std::string config = dir.file("tiny.json");
+};
+
+TEST_F(Distributed, SameBitsOnOneTwoAndFourProcesses) {
+  ASSERT_EQ(train_alone("alone"), 0) << log("alone");
+  ASSERT_EQ(train_on(1, "one"), 0) << log("one");
+  ASSERT_EQ(train_on(2, "two"), 0) << log("two");
+  ASSERT_EQ(train_on(4, "four"), 0) << log("four");
+  ASSERT_EQ(train_on(4, "four_zero1", {"--zero_stage", "1"}), 0) << log("four_zero1");
+  for (const char* run : {"one", "two", "four", "four_zero1"}) {
+    SCOPED_TRACE(run);
+    expect_same_run(run, "alone");
+  }
+  EXPECT_NE(log("four").find("world: 4 processes"), std::string::npos) << log("four");
+}
+
+TEST_F(Distributed, SameBitsOverTcpOnLoopback) {
+  ASSERT_EQ(train_alone("alone"), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "tcp", {}, true), 0) << log("tcp");
+  ASSERT_EQ(train_on(2, "tcp_zero1", {"--zero_stage", "1"}, true), 0) << log("tcp_zero1");
+  expect_same_run("tcp", "alone");
+  expect_same_run("tcp_zero1", "alone");
+}
+
+TEST_F(Distributed, ResumedWithAnotherProcessCountContinuesExactly) {
+  ASSERT_EQ(train_alone("alone"), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "split", {"--max_iters", "10"}), 0) << log("split");
+  ASSERT_EQ(train_on(4, "split", {"--init_from", "resume", "--zero_stage", "1"}), 0) << log("split");
+  expect_same_run("split", "alone");
+  // And a sharded checkpoint goes on in one process.
+  ASSERT_EQ(train_on(2, "sharded", {"--max_iters", "10", "--zero_stage", "1"}), 0) << log("sharded");
+  ASSERT_EQ(train_alone("sharded", {"--init_from", "resume"}), 0) << log("sharded");
+  expect_same_run("sharded", "alone");
+}
+
+// mpirun forwards SIGTERM (and SIGINT) to every process after a moment (about half a second
+// here), so the run is long enough to be running then.
+TEST_F(Distributed, StopSignalStopsEveryProcessAfterTheSameIterationAndRankZeroSaves) {
+  const std::vector<std::string> long_run = {"--max_iters", "600", "--eval_interval", "100", "--log_interval", "1"};
+  ASSERT_EQ(train_alone("alone", long_run), 0) << log("alone");
+  ChildProcess run(GPT_MPIEXEC, mpirun_args(2, "stopped", long_run), dir.file("stopped.log"));
+  for (int i = 0; i < 15000 && count_of(log("stopped"), "iter 3:") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  run.signal(SIGTERM);
+  run.wait();
+  const std::string text = log("stopped");
+  ASSERT_EQ(count_of(text, "interrupted after iteration"), 1) << "the run ended before the signal reached it:\n" << text;
+  std::vector<std::string> resume = long_run;
+  resume.insert(resume.end(), {"--init_from", "resume"});
+  ASSERT_EQ(train_alone("stopped", resume), 0) << log("stopped");
+  expect_same_run("stopped", "alone", 600);
+}
+
+TEST_F(Distributed, ErrorsBeforeTrainingAreReportedOnceWithExitCodeTwo) {
+  EXPECT_EQ(train_on(2, "indivisible", {"--gradient_accumulation_steps", "3"}), 2);
+  EXPECT_EQ(count_of(log("indivisible"), "gpt: error"), 1) << log("indivisible");
+  EXPECT_NE(log("indivisible").find("divisible by the number of processes (2)"), std::string::npos);
+  EXPECT_EQ(train_on(2, "bad_key", {"--n_head", "3"}), 2);
+  EXPECT_EQ(count_of(log("bad_key"), "gpt: error"), 1) << log("bad_key");
+  // A data file only one process cannot read: that process is named.
+  std::vector<std::string> args = {"--oversubscribe", "-np", "1", GPT_BINARY, "train", "--config", config,
+                                   "--out_dir", dir.file("one_bad"), ":", "-np", "1", GPT_BINARY, "train",
+                                   "--config", config, "--out_dir", dir.file("one_bad"), "--data_path",
+                                   dir.file("missing.txt")};
+  EXPECT_EQ(ChildProcess(GPT_MPIEXEC, args, dir.file("one_bad.log")).wait(), 2);
+  const std::string text = log("one_bad");
+  EXPECT_EQ(count_of(text, "gpt: error"), 1) << text;
+  EXPECT_NE(text.find("rank 1 of 2"), std::string::npos) << text;
+  EXPECT_NE(text.find("missing.txt"), std::string::npos) << text;
+}
+
+TEST_F(Distributed, AKilledProcessEndsTheRunWithinSecondsAndTheCheckpointStaysLoadable) {
+  ChildProcess run(GPT_MPIEXEC, mpirun_args(2, "killed", {"--max_iters", "1000000", "--always_save_checkpoint", "true"}),
+                   dir.file("killed.log"));
+  for (int i = 0; i < 15000 && count_of(log("killed"), "saved checkpoint") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  // The newest process with this out_dir is one of the ranks (they start after mpirun); whichever
+  // it is, the run must end. "[-]" keeps the pattern from matching pkill's own shell.
+  ASSERT_EQ(std::system(("pkill -KILL -n -f '[-]-out_dir " + dir.file("killed") + "'").c_str()), 0);
+  const auto killed_at = std::chrono::steady_clock::now();
+  EXPECT_NE(run.wait(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - killed_at, std::chrono::seconds(20));
+  EXPECT_NE(log("killed").find("exited on signal 9"), std::string::npos) << log("killed");
+  EXPECT_NO_THROW(load_model(dir.file("killed")));
+}
+
+}  // namespace
+}  // namespace gpt
