@@ -23,6 +23,7 @@ class ChildProcess {
                long file_size_limit = 0) {
     pid_ = ::fork();
     if (pid_ == 0) {
+      ::setpgid(0, 0);  // its own process group: everything it starts can be ended together
       const int fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       ::dup2(fd, 1);
       ::dup2(fd, 2);
@@ -40,16 +41,27 @@ class ChildProcess {
       ::_exit(127);
     }
   }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+  // A test that leaves early (a failed ASSERT) leaves nothing running: the child and whatever
+  // it started (mpirun's processes) are killed.
+  ~ChildProcess() {
+    if (waited_) return;
+    ::kill(-pid_, SIGKILL);
+    ::waitpid(pid_, nullptr, 0);
+  }
   void signal(int sig) { ::kill(pid_, sig); }
   // Exit code, or 128 + signal number when killed.
   int wait() {
     int status = 0;
     ::waitpid(pid_, &status, 0);
+    waited_ = true;
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
  private:
   pid_t pid_;
+  bool waited_ = false;
 };
 
 }  // namespace gpt::testing

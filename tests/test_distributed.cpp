@@ -3,7 +3,6 @@
 // resume with another process count, and what happens when a process fails. Each run is a tiny
 // model for a second or two.
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -32,10 +31,10 @@ int count_of(const std::string& text, const std::string& what) {
   return n;
 }
 
-class Distributed : public ::testing::Test {
+class Distributed : public CorpusTest {
  protected:
   void SetUp() override {
-    spdlog::set_level(spdlog::level::warn);
+    CorpusTest::SetUp();
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT", "1", 1);
     ::setenv("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1", 1);
     TrainConfig c = tiny_config(dir, corpus);  // dropout 0.1, biases, 20 iterations, evals every 5
@@ -80,8 +79,6 @@ class Distributed : public ::testing::Test {
     EXPECT_EQ(0, std::memcmp(p.data(), q.data(), p.padded_floats() * sizeof(float))) << "weights of " << out;
   }
 
-  ScratchDir dir;
-  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
   std::string config = dir.file("tiny.json");
 };
 
@@ -128,7 +125,8 @@ TEST_F(Distributed, StopSignalStopsEveryProcessAfterTheSameIterationAndRankZeroS
   run.signal(SIGTERM);
   run.wait();
   const std::string text = log("stopped");
-  ASSERT_EQ(count_of(text, "interrupted after iteration"), 1) << "the run ended before the signal reached it:\n" << text;
+  ASSERT_EQ(count_of(text, "interrupted after iteration"), 1) << "the run ended before the signal reached it:\n"
+                                                              << text;
   std::vector<std::string> resume = long_run;
   resume.insert(resume.end(), {"--init_from", "resume"});
   ASSERT_EQ(train_alone("stopped", resume), 0) << log("stopped");
@@ -142,9 +140,25 @@ TEST_F(Distributed, ErrorsBeforeTrainingAreReportedOnceWithExitCodeTwo) {
   EXPECT_EQ(train_on(2, "bad_key", {"--n_head", "3"}), 2);
   EXPECT_EQ(count_of(log("bad_key"), "gpt: error"), 1) << log("bad_key");
   // A data file only one process cannot read: that process is named.
-  std::vector<std::string> args = {"--oversubscribe", "-np", "1", GPT_BINARY, "train", "--config", config,
-                                   "--out_dir", dir.file("one_bad"), ":", "-np", "1", GPT_BINARY, "train",
-                                   "--config", config, "--out_dir", dir.file("one_bad"), "--data_path",
+  std::vector<std::string> args = {"--oversubscribe",
+                                   "-np",
+                                   "1",
+                                   GPT_BINARY,
+                                   "train",
+                                   "--config",
+                                   config,
+                                   "--out_dir",
+                                   dir.file("one_bad"),
+                                   ":",
+                                   "-np",
+                                   "1",
+                                   GPT_BINARY,
+                                   "train",
+                                   "--config",
+                                   config,
+                                   "--out_dir",
+                                   dir.file("one_bad"),
+                                   "--data_path",
                                    dir.file("missing.txt")};
   EXPECT_EQ(ChildProcess(GPT_MPIEXEC, args, dir.file("one_bad.log")).wait(), 2);
   const std::string text = log("one_bad");
@@ -154,7 +168,8 @@ TEST_F(Distributed, ErrorsBeforeTrainingAreReportedOnceWithExitCodeTwo) {
 }
 
 TEST_F(Distributed, AKilledProcessEndsTheRunWithinSecondsAndTheCheckpointStaysLoadable) {
-  ChildProcess run(GPT_MPIEXEC, mpirun_args(2, "killed", {"--max_iters", "1000000", "--always_save_checkpoint", "true"}),
+  ChildProcess run(GPT_MPIEXEC,
+                   mpirun_args(2, "killed", {"--max_iters", "1000000", "--always_save_checkpoint", "true"}),
                    dir.file("killed.log"));
   for (int i = 0; i < 15000 && count_of(log("killed"), "saved checkpoint") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));

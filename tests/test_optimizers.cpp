@@ -2,7 +2,6 @@
 // and checkpoints that save and restore any optimizer's state (and still read the AdamW-only
 // train states written before optimizers had names).
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <filesystem>
@@ -91,12 +90,7 @@ TEST(Optimizers, MadeFromTheConfigWithTheirStateByName) {
   EXPECT_STREQ(make_optimizer(c, store)->name(), "lion");
 }
 
-class OptimizerCheckpoints : public ::testing::Test {
- protected:
-  void SetUp() override { spdlog::set_level(spdlog::level::warn); }
-  ScratchDir dir;
-  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
-};
+class OptimizerCheckpoints : public CorpusTest {};
 
 TEST_F(OptimizerCheckpoints, LionRunResumesExactly) {
   TrainConfig c = tiny_config(dir, corpus);

@@ -2,7 +2,6 @@
 // depend on which other streams were drawn before it. These tests fail if any purpose goes back
 // to a shared sequential generator.
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <vector>
 
@@ -78,12 +77,7 @@ TEST(RandomStreams, AParameterStartsTheSameWhateverElseTheModelHas) {
   EXPECT_NE(values(two, "transformer.wte.weight"), values(other_seed, "transformer.wte.weight"));
 }
 
-class StreamsInTraining : public ::testing::Test {
- protected:
-  void SetUp() override { spdlog::set_level(spdlog::level::warn); }
-  ScratchDir dir;
-  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
-};
+class StreamsInTraining : public CorpusTest {};
 
 TEST_F(StreamsInTraining, EvaluationScheduleDoesNotChangeTrainingLosses) {
   TrainConfig c = tiny_config(dir, corpus);  // dropout on

@@ -1,7 +1,6 @@
 // The training loop end to end, in process: loss falls, runs are bit-reproducible for a seed and
 // independent of the thread count, a resumed run continues exactly, checkpoints reload.
 #include <gtest/gtest.h>
-#include <spdlog/spdlog.h>
 
 #include <cmath>
 
@@ -18,12 +17,7 @@ namespace {
 
 using namespace gpt::testing;
 
-class Training : public ::testing::Test {
- protected:
-  void SetUp() override { spdlog::set_level(spdlog::level::warn); }
-  ScratchDir dir;
-  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
-};
+class Training : public CorpusTest {};
 
 TEST_F(Training, LossFallsWellBelowUniform) {
   TrainConfig c = tiny_config(dir, corpus);

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include <gtest/gtest.h>
+#include <spdlog/spdlog.h>
+
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -53,6 +56,14 @@ class ScratchDir {
     return c;
   }
   std::filesystem::path path_;
+};
+
+// A test with its own scratch folder holding a generated corpus; training logs only warnings.
+class CorpusTest : public ::testing::Test {
+ protected:
+  void SetUp() override { spdlog::set_level(spdlog::level::warn); }
+  ScratchDir dir;
+  std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
 };
 
 inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_path) {

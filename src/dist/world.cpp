@@ -27,6 +27,17 @@ bool launched_by_mpi() {
 }
 
 #if GPT_WITH_MPI
+template <class T>
+MPI_Datatype mpi_type();
+template <>
+MPI_Datatype mpi_type<float>() {
+  return MPI_FLOAT;
+}
+template <>
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
+
 void check_mpi(int code, const char* what) {
   if (code == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING] = {};
@@ -95,24 +106,25 @@ void World::all_gather(const double* mine, int count, double* all) const {
   std::memcpy(all, mine, sizeof(double) * static_cast<std::size_t>(count));
 }
 
-void World::all_gather_v(const float* mine, float* all, const std::vector<int>& counts,
-                         const std::vector<int>& offsets) const {
+template <class T>
+void World::all_gather_v_of(const T* mine, T* all, const std::vector<int>& counts,
+                            const std::vector<int>& offsets) const {
 #if GPT_WITH_MPI
   if (mpi_)
-    return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, all, counts.data(),
-                                       offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
+    return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], mpi_type<T>(), all, counts.data(),
+                                       offsets.data(), mpi_type<T>(), MPI_COMM_WORLD));
 #endif
-  copy_floats(mine, all + offsets[0], counts[0]);
+  std::memmove(all + offsets[0], mine, sizeof(T) * static_cast<std::size_t>(counts[0]));
+}
+
+void World::all_gather_v(const float* mine, float* all, const std::vector<int>& counts,
+                         const std::vector<int>& offsets) const {
+  all_gather_v_of(mine, all, counts, offsets);
 }
 
 void World::all_gather_v(const double* mine, double* all, const std::vector<int>& counts,
                          const std::vector<int>& offsets) const {
-#if GPT_WITH_MPI
-  if (mpi_)
-    return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_DOUBLE, all, counts.data(),
-                                       offsets.data(), MPI_DOUBLE, MPI_COMM_WORLD));
-#endif
-  std::memmove(all + offsets[0], mine, sizeof(double) * static_cast<std::size_t>(counts[0]));
+  all_gather_v_of(mine, all, counts, offsets);
 }
 
 void World::gather_v(const float* mine, float* all, const std::vector<int>& counts,

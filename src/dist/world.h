@@ -48,6 +48,9 @@ class World {
   [[noreturn]] void abort(int exit_code) const;  // ends every process of the run
 
  private:
+  template <class T>
+  void all_gather_v_of(const T* mine, T* all, const std::vector<int>& counts, const std::vector<int>& offsets) const;
+
   int rank_ = 0, size_ = 1, ranks_on_host_ = 1, hosts_ = 1;
   bool mpi_ = false;
   std::string host_;
