@@ -183,5 +183,22 @@ TEST_F(Distributed, AKilledProcessEndsTheRunWithinSecondsAndTheCheckpointStaysLo
   EXPECT_NO_THROW(load_model(dir.file("killed")));
 }
 
+// Only rank 0 writes checkpoints, so only it fails when out_dir stops being a folder: it names
+// itself and ends the run (MPI_Abort) instead of leaving the others waiting.
+TEST_F(Distributed, AnErrorOnOneProcessOnlyEndsTheRunAndNamesIt) {
+  const std::string out = dir.file("vanishing");
+  ChildProcess run(GPT_MPIEXEC,
+                   mpirun_args(2, "vanishing", {"--max_iters", "1000000", "--always_save_checkpoint", "true"}),
+                   dir.file("vanishing.log"));
+  for (int i = 0; i < 15000 && count_of(log("vanishing"), "saved checkpoint") == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::filesystem::remove_all(out);
+  std::ofstream(out) << "not a folder";
+  const auto failed_at = std::chrono::steady_clock::now();
+  EXPECT_EQ(run.wait(), 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - failed_at, std::chrono::seconds(20));
+  EXPECT_NE(log("vanishing").find("gpt: error (rank 0 of 2"), std::string::npos) << log("vanishing");
+}
+
 }  // namespace
 }  // namespace gpt
