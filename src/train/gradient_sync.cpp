@@ -117,7 +117,8 @@ void DataParallelSync::collect(int64_t micro, ParamStore& params, double loss) {
     copy_floats(send_.data() + send_offsets_[i] + j * shard_counts_[i], params.grad() + shard_offsets_[i],
                 shard_counts_[i]);
   }
-  params.zero_grad();
+  // After the last one, synchronize overwrites what it needs and the step ends with zero_grad.
+  if (j + 1 < per_process_) params.zero_grad();
 }
 
 double DataParallelSync::synchronize(ParamStore& params) {
