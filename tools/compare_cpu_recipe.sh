@@ -4,6 +4,7 @@
 # final model with `gpt eval` on the whole validation split (the last 10% of the corpus), so
 # the comparison is free of the 20-batch eval noise. Prints one line per run and the means.
 #   tools/compare_cpu_recipe.sh [SEED ...]        (default: 1337 1 2)
+#   ENGINES=gpt tools/compare_cpu_recipe.sh       only our side (PyTorch's does not change with our code)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seeds=("${@:-1337}")
@@ -27,6 +28,7 @@ for seed in "${seeds[@]}"; do
   est=$(grep "step 2000:" "$work/gpt-$seed.log" | sed 's/.*val loss \([0-9.]*\).*/\1/')
   full=$("$gpt" eval --out_dir "$work/gpt-$seed" --data "$work/val.txt" --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')
   printf '%-8s %-6s %-14s %-14.4f %-10.1f\n' gpt "$seed" "$est" "$full" "$wall"
+  [[ ${ENGINES:-gpt,pytorch} == *pytorch* ]] || continue
   start=$(date +%s.%N)
   OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 \
     --seed "$seed" --save "$work/torch-$seed.safetensors" > "$work/torch-$seed.log" 2>&1

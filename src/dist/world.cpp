@@ -49,7 +49,7 @@ void check_mpi(int code, const char* what) {
 
 // In one process every collective is a copy of this rank's part.
 void copy_floats(const float* from, float* to, int count) {
-  std::memmove(to, from, sizeof(float) * static_cast<std::size_t>(count));
+  if (count > 0) std::memmove(to, from, sizeof(float) * static_cast<std::size_t>(count));
 }
 
 }  // namespace
@@ -114,7 +114,7 @@ void World::all_gather_v_of(const T* mine, T* all, const std::vector<int>& count
     return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], mpi_type<T>(), all, counts.data(),
                                        offsets.data(), mpi_type<T>(), MPI_COMM_WORLD));
 #endif
-  std::memmove(all + offsets[0], mine, sizeof(T) * static_cast<std::size_t>(counts[0]));
+  if (counts[0] > 0) std::memmove(all + offsets[0], mine, sizeof(T) * static_cast<std::size_t>(counts[0]));
 }
 
 void World::all_gather_v(const float* mine, float* all, const std::vector<int>& counts,

@@ -17,8 +17,9 @@ void add_floats(float* dst, const float* src, int64_t n) {
   for (int64_t k = 0; k < n; ++k) dst[k] = dst[k] + src[k];
 }
 
+// An empty shard's buffers may be null, which memcpy may not be given even for no bytes.
 void copy_floats(float* dst, const float* src, int64_t n) {
-  std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
+  if (n > 0) std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {

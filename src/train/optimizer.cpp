@@ -75,9 +75,10 @@ void AdamW::step(double lr) {
              one_minus_b2 = static_cast<float>(1.0 - settings_.beta2);
   float* p = params_.data();
   const float* g = params_.grad();
-  float *m = m_.data() - shard_.begin, *v = v_.data() - shard_.begin;  // indexed by store offset
+  float *m = m_.data(), *v = v_.data();  // state element k is the store's float shard_.begin + k
   update_each_parameter(params_, shard_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
-    adamw_range(p + c, g + c, m + c, v + c, count, decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size);
+    const int64_t k = c - shard_.begin;
+    adamw_range(p + c, g + c, m + k, v + k, count, decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size);
   });
 }
 
@@ -92,9 +93,9 @@ void Lion::step(double lr) {
   const auto rate = static_cast<float>(lr);
   float* p = params_.data();
   const float* g = params_.grad();
-  float* m = m_.data() - shard_.begin;  // indexed by store offset
+  float* m = m_.data();  // state element k is the store's float shard_.begin + k
   update_each_parameter(params_, shard_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
-    lion_range(p + c, g + c, m + c, count, decay, b1, one_minus_b1, b2, one_minus_b2, rate);
+    lion_range(p + c, g + c, m + (c - shard_.begin), count, decay, b1, one_minus_b1, b2, one_minus_b2, rate);
   });
 }
 
