@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "model/gpt.h"
 #include "ops/ops.h"
-#include "train/adamw.h"
+#include "train/optimizer.h"
+#include "train/train_config.h"
 
 using namespace gpt;
 
@@ -80,8 +82,8 @@ int main() {
   cfg.dropout = 0;
   Gpt model(cfg);
   model.init_weights(rng.next_u64());
-  AdamW optimizer(model.params(), {});
-  std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer.step(1e-3); }));
+  const std::unique_ptr<Optimizer> optimizer = make_optimizer(TrainConfig{}, model.params());
+  std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer->step(1e-3); }));
   std::printf("%-30s %10.3f\n", "clip_grad_norm", mean_ms([&] { clip_grad_norm(model.params(), 1.0); }));
   std::vector<int32_t> idx(R, 5);
   const double fwd = mean_ms(
