@@ -114,16 +114,17 @@ TEST_F(Distributed, ResumedWithAnotherProcessCountContinuesExactly) {
   expect_same_run("sharded", "alone");
 }
 
-// mpirun forwards SIGTERM (and SIGINT) to every process after a moment (about half a second
-// here), so the run is long enough to be running then.
+// A stop signal reaching any one process (here the newest rank, whichever it is) stops them all
+// after the same iteration, and rank 0 saves there. (Sent to mpirun itself, Open MPI 4.1 here
+// often ends the job without passing the signal on; the README says how to stop a run.)
 TEST_F(Distributed, StopSignalStopsEveryProcessAfterTheSameIterationAndRankZeroSaves) {
   const std::vector<std::string> long_run = {"--max_iters", "600", "--eval_interval", "100", "--log_interval", "1"};
   ASSERT_EQ(train_alone("alone", long_run), 0) << log("alone");
   ChildProcess run(GPT_MPIEXEC, mpirun_args(2, "stopped", long_run), dir.file("stopped.log"));
   for (int i = 0; i < 15000 && count_of(log("stopped"), "iter 3:") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  run.signal(SIGTERM);
-  run.wait();
+  ASSERT_EQ(std::system(("pkill -TERM -n -f '[-]-out_dir " + dir.file("stopped") + " '").c_str()), 0);
+  EXPECT_EQ(run.wait(), 143);
   const std::string text = log("stopped");
   ASSERT_EQ(count_of(text, "interrupted after iteration"), 1) << "the run ended before the signal reached it:\n"
                                                               << text;
