@@ -141,26 +141,16 @@ TEST_F(Distributed, ErrorsBeforeTrainingAreReportedOnceWithExitCodeTwo) {
   EXPECT_EQ(train_on(2, "bad_key", {"--n_head", "3"}), 2);
   EXPECT_EQ(count_of(log("bad_key"), "gpt: error"), 1) << log("bad_key");
   // A data file only one process cannot read: that process is named.
-  std::vector<std::string> args = {"--oversubscribe",
-                                   "-np",
-                                   "1",
-                                   GPT_BINARY,
-                                   "train",
-                                   "--config",
-                                   config,
-                                   "--out_dir",
-                                   dir.file("one_bad"),
-                                   ":",
-                                   "-np",
-                                   "1",
-                                   GPT_BINARY,
-                                   "train",
-                                   "--config",
-                                   config,
-                                   "--out_dir",
-                                   dir.file("one_bad"),
-                                   "--data_path",
-                                   dir.file("missing.txt")};
+  // Two app contexts of one process each (mpirun A : B); the second gets a missing data file.
+  auto one_process = [&](std::vector<std::string> flags) {
+    std::vector<std::string> context = {"-np",      "1",    GPT_BINARY,  "train",
+                                        "--config", config, "--out_dir", dir.file("one_bad")};
+    context.insert(context.end(), flags.begin(), flags.end());
+    return context;
+  };
+  std::vector<std::string> args = {"--oversubscribe"};
+  for (const auto& context : {one_process({}), {":"}, one_process({"--data_path", dir.file("missing.txt")})})
+    args.insert(args.end(), context.begin(), context.end());
   EXPECT_EQ(ChildProcess(GPT_MPIEXEC, args, dir.file("one_bad.log")).wait(), 2);
   const std::string text = log("one_bad");
   EXPECT_EQ(count_of(text, "gpt: error"), 1) << text;

@@ -66,21 +66,7 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
 }
 
 TEST_F(Training, ResumedRunReproducesTheUninterruptedRun) {
-  TrainConfig c = tiny_config(dir, corpus);
-  run_training(c, nullptr);
-  const LoggedRun full = read_metrics(c.out_dir);
-
-  TrainConfig first_half = c;
-  first_half.out_dir = dir.file("split");
-  first_half.max_iters = 10;
-  run_training(first_half, nullptr);
-  TrainConfig second_half = c;
-  second_half.out_dir = first_half.out_dir;
-  second_half.init_from = "resume";
-  const TrainResult r = run_training(second_half, nullptr);
-  EXPECT_EQ(r.iterations, 10);
-  EXPECT_EQ(read_metrics(second_half.out_dir).train, full.train);
-  EXPECT_EQ(read_metrics(second_half.out_dir).val, full.val);
+  expect_resumed_run_reproduces(tiny_config(dir, corpus), dir.file("split"));
 }
 
 TEST_F(Training, StopRequestSavesAResumableCheckpoint) {

@@ -15,6 +15,7 @@
 
 #include "core/rng.h"
 #include "train/train_config.h"
+#include "train/trainer.h"
 
 namespace gpt::testing {
 
@@ -104,6 +105,24 @@ inline LoggedRun read_metrics(const std::string& out_dir) {
       run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
   }
   return run;
+}
+
+// Trains `c` uninterrupted, then again in two halves (max_iters 10, then resumed in another
+// out_dir); the resumed run's logged losses must be the uninterrupted run's.
+inline void expect_resumed_run_reproduces(const TrainConfig& c, const std::string& split_out_dir) {
+  run_training(c, nullptr);
+  const LoggedRun full = read_metrics(c.out_dir);
+  TrainConfig first_half = c;
+  first_half.out_dir = split_out_dir;
+  first_half.max_iters = 10;
+  run_training(first_half, nullptr);
+  TrainConfig second_half = c;
+  second_half.out_dir = split_out_dir;
+  second_half.init_from = "resume";
+  const TrainResult r = run_training(second_half, nullptr);
+  EXPECT_EQ(r.iterations, c.max_iters - 10);
+  EXPECT_EQ(read_metrics(split_out_dir).train, full.train);
+  EXPECT_EQ(read_metrics(split_out_dir).val, full.val);
 }
 
 }  // namespace gpt::testing

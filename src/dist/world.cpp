@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <cstring>
 #include <stdexcept>
 
 #include "core/check.h"
+#include "core/copy_values.h"
 
 #if GPT_WITH_MPI
 #include <mpi.h>
@@ -46,11 +46,6 @@ void check_mpi(int code, const char* what) {
   throw std::runtime_error(std::string(what) + " failed: " + text);
 }
 #endif
-
-// In one process every collective is a copy of this rank's part.
-void copy_floats(const float* from, float* to, int count) {
-  if (count > 0) std::memmove(to, from, sizeof(float) * static_cast<std::size_t>(count));
-}
 
 }  // namespace
 
@@ -103,7 +98,7 @@ void World::all_gather(const double* mine, int count, double* all) const {
 #if GPT_WITH_MPI
   if (mpi_) return GPT_MPI_CALL(MPI_Allgather(mine, count, MPI_DOUBLE, all, count, MPI_DOUBLE, MPI_COMM_WORLD));
 #endif
-  std::memcpy(all, mine, sizeof(double) * static_cast<std::size_t>(count));
+  copy_values(all, mine, count);  // in one process every collective is a copy of this rank's part
 }
 
 template <class T>
@@ -114,7 +109,7 @@ void World::all_gather_v_of(const T* mine, T* all, const std::vector<int>& count
     return GPT_MPI_CALL(MPI_Allgatherv(mine, counts[static_cast<std::size_t>(rank_)], mpi_type<T>(), all, counts.data(),
                                        offsets.data(), mpi_type<T>(), MPI_COMM_WORLD));
 #endif
-  if (counts[0] > 0) std::memmove(all + offsets[0], mine, sizeof(T) * static_cast<std::size_t>(counts[0]));
+  copy_values(all + offsets[0], mine, counts[0]);
 }
 
 void World::all_gather_v(const float* mine, float* all, const std::vector<int>& counts,
@@ -134,7 +129,7 @@ void World::gather_v(const float* mine, float* all, const std::vector<int>& coun
     return GPT_MPI_CALL(MPI_Gatherv(mine, counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, all, counts.data(),
                                     offsets.data(), MPI_FLOAT, 0, MPI_COMM_WORLD));
 #endif
-  copy_floats(mine, all + offsets[0], counts[0]);
+  copy_values(all + offsets[0], mine, counts[0]);
 }
 
 void World::all_to_all_v(const float* send, const std::vector<int>& send_counts, const std::vector<int>& send_offsets,
@@ -145,7 +140,7 @@ void World::all_to_all_v(const float* send, const std::vector<int>& send_counts,
                                       recv_counts.data(), recv_offsets.data(), MPI_FLOAT, MPI_COMM_WORLD));
 #endif
   (void)recv_counts;
-  copy_floats(send + send_offsets[0], recv + recv_offsets[0], send_counts[0]);
+  copy_values(recv + recv_offsets[0], send + send_offsets[0], send_counts[0]);
 }
 
 void World::broadcast(void* data, std::size_t bytes) const {

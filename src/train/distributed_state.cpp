@@ -1,6 +1,6 @@
 #include "train/distributed_state.h"
 
-#include <cstring>
+#include "core/copy_values.h"
 
 namespace gpt {
 
@@ -59,8 +59,7 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
   const std::vector<NamedBuffer> mine = optimizer.state();
   for (std::size_t i = 0; i < mine.size(); ++i) {
     world.broadcast(whole[i].data(), whole[i].size() * sizeof(float));
-    if (shard.size() > 0)  // an empty shard's buffer may be null
-      std::memcpy(mine[i].data, whole[i].data() + shard.begin, static_cast<std::size_t>(shard.size()) * sizeof(float));
+    copy_values(mine[i].data, whole[i].data() + shard.begin, shard.size());
   }
 }
 

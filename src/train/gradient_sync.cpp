@@ -2,9 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
 
 #include "core/check.h"
+#include "core/copy_values.h"
 #include "train/clip.h"
 
 namespace gpt {
@@ -15,11 +15,6 @@ namespace {
 void add_floats(float* dst, const float* src, int64_t n) {
 #pragma omp parallel for schedule(static)
   for (int64_t k = 0; k < n; ++k) dst[k] = dst[k] + src[k];
-}
-
-// An empty shard's buffers may be null, which memcpy may not be given even for no bytes.
-void copy_floats(float* dst, const float* src, int64_t n) {
-  if (n > 0) std::memcpy(dst, src, sizeof(float) * static_cast<std::size_t>(n));
 }
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
@@ -45,7 +40,7 @@ void LocalGradientSync::collect(int64_t micro, ParamStore& params, double loss) 
     return;
   }
   if (micro == 0)
-    copy_floats(sum_.data(), params.grad(), n);
+    copy_values(sum_.data(), params.grad(), n);
   else
     add_floats(sum_.data(), params.grad(), n);
   params.zero_grad();
@@ -71,7 +66,12 @@ DataParallelSync::DataParallelSync(const World& world, const ParamStore& params,
     GPT_CHECK(end - begin < (int64_t{1} << 31), "a shard of over 2^31 floats");
     shard_offsets_.push_back(static_cast<int>(begin));
     shard_counts_.push_back(static_cast<int>(end - begin));
+    chunk_offsets_.push_back(static_cast<int>(begin / kNormChunk));
+    chunk_counts_.push_back(static_cast<int>(norm_chunks(end) - begin / kNormChunk));
   }
+  const auto mine = static_cast<std::size_t>(world.rank());
+  chunk_sums_.resize(static_cast<std::size_t>(chunk_counts_[mine]));
+  all_chunk_sums_.resize(static_cast<std::size_t>(norm_chunks(total_)));
 }
 
 StoreRange DataParallelSync::shard(int rank) const {
@@ -115,7 +115,7 @@ void DataParallelSync::collect(int64_t micro, ParamStore& params, double loss) {
   losses_[static_cast<std::size_t>(j)] = loss;
   for (int r = 0; r < world_.size(); ++r) {
     const auto i = static_cast<std::size_t>(r);
-    copy_floats(send_.data() + send_offsets_[i] + j * shard_counts_[i], params.grad() + shard_offsets_[i],
+    copy_values(send_.data() + send_offsets_[i] + j * shard_counts_[i], params.grad() + shard_offsets_[i],
                 shard_counts_[i]);
   }
   // After the last one, synchronize overwrites what it needs and the step ends with zero_grad.
@@ -128,7 +128,7 @@ double DataParallelSync::synchronize(ParamStore& params) {
   // recv holds this shard of every micro-batch, in micro-batch order (source rank, then its own).
   const StoreRange mine = shard(world_.rank());
   float* sum = params.grad() + mine.begin;
-  copy_floats(sum, recv_.data(), mine.size());
+  copy_values(sum, recv_.data(), mine.size());
   for (int64_t m = 1; m < accumulation_steps_; ++m) add_floats(sum, recv_.data() + m * mine.size(), mine.size());
   if (!shard_optimizer_) world_.all_gather_v(sum, params.grad(), shard_counts_, shard_offsets_);
   world_.all_gather(losses_.data(), static_cast<int>(per_process_), all_losses_.data());
@@ -144,16 +144,8 @@ double DataParallelSync::clip(ParamStore& params, double max_norm) {
   // order, as clip_grad_norm adds them.
   const StoreRange mine = shard(world_.rank());
   const int64_t first = mine.begin / kNormChunk, last = norm_chunks(mine.end);
-  std::vector<int> counts, offsets;
-  for (int r = 0; r < world_.size(); ++r) {
-    const StoreRange s = shard(r);
-    offsets.push_back(static_cast<int>(s.begin / kNormChunk));
-    counts.push_back(static_cast<int>(norm_chunks(s.end) - s.begin / kNormChunk));
-  }
-  chunk_sums_.resize(static_cast<std::size_t>(last - first));
-  all_chunk_sums_.resize(static_cast<std::size_t>(norm_chunks(total_)));
   chunk_sums_of_squares(params.grad(), total_, first, last, chunk_sums_.data());
-  world_.all_gather_v(chunk_sums_.data(), all_chunk_sums_.data(), counts, offsets);
+  world_.all_gather_v(chunk_sums_.data(), all_chunk_sums_.data(), chunk_counts_, chunk_offsets_);
   const double norm = norm_of_chunk_sums(all_chunk_sums_.data(), norm_chunks(total_));
   scale_floats(params.grad() + mine.begin, mine.size(), clip_coefficient(norm, max_norm));
   return norm;

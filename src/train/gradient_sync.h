@@ -90,6 +90,7 @@ class DataParallelSync final : public GradientSync {
   std::vector<int> send_counts_, send_offsets_, recv_counts_, recv_offsets_;
   AlignedBuffer<float> send_, recv_;  // [owner][micro][shard]; [source][micro][my shard]
   std::vector<double> losses_, all_losses_;
+  std::vector<int> chunk_counts_, chunk_offsets_;  // each process's chunks of the norm's sum
   std::vector<double> chunk_sums_, all_chunk_sums_;
   double exchange_seconds_ = 0.0;
 };
