@@ -75,8 +75,11 @@ TEST_F(Cli, BadTextFilesAreReportedBeforeTraining) {
                {"invalid.txt", "invalid UTF-8 at byte offset 5"});
   const std::string empty = dir.write("empty.txt", "");
   expect_error("train --config " + tiny() + " --data_path " + empty, 2, {"empty.txt", "empty"});
-  expect_error("train --config " + tiny() + " --data_path " + dir.file(""), 2, {"is a directory"});
-  expect_error("train --config " + tiny() + " --data_path " + dir.file("nope.txt"), 2, {"nope.txt", "cannot open"});
+  // A folder is joined from its files: the invalid one is named.
+  expect_error("train --config " + tiny() + " --data_path " + dir.file(""), 2,
+               {"invalid.txt", "invalid UTF-8", "skip_invalid_files"});
+  expect_error("train --config " + tiny() + " --data_path " + dir.file("nope.txt"), 2,
+               {"data_path", "nope.txt", "does not exist"});
   const std::string short_text = dir.write("short.txt", "The king and the queen.\n");
   expect_error("train --config " + tiny() + " --data_path " + short_text, 2, {"val split", "smaller block_size"});
 }

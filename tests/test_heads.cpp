@@ -143,8 +143,7 @@ TEST(HeadScores, StableAcrossTrainingRuns) {
   for (int run = 0; run < 2; ++run) {
     run_training(c, nullptr);
     LoadedModel loaded = load_model(c.out_dir);
-    const Dataset data(corpus, 0.1, 16);
-    const std::vector<int32_t> ids(data.val().begin(), data.val().begin() + 16);
+    const std::vector<int32_t> ids = testing::open_text(corpus).val().to_vector(0, 16);
     const HeadsReportInput r = analyze_heads(*loaded.model, loaded.vocab, ids, 8, 1337);
     std::vector<double> values;
     for (const HeadScores& s : r.scores)

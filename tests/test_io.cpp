@@ -7,10 +7,10 @@
 #include <fstream>
 
 #include "cli/config_loader.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/utf8.h"
 #include "data/vocab.h"
-#include "io/atomic_file.h"
 #include "io/safetensors.h"
 #include "training_fixtures.h"
 
@@ -123,10 +123,10 @@ TEST(Vocab, SortedIdsJsonRoundTripAndUnknownCharacters) {
   ASSERT_TRUE(decode_utf8("hello, world\n\xC3\xA9", text, error));
   const Vocab v = Vocab::from_text(text);
   EXPECT_EQ(v.size(), 11);  // \n space , d e h l o r w é
-  EXPECT_EQ(v.code_point(0), U'\n');
+  EXPECT_EQ(v.symbol(0), U'\n');
   EXPECT_EQ(*v.id_of(U'w'), 9);
   const Vocab back = Vocab::from_json(v.to_json(), "x");
-  EXPECT_EQ(back.code_points(), v.code_points());
+  EXPECT_EQ(back, v);
   EXPECT_THROW(Vocab::from_json("[\"ab\"]", "x"), UserError);
   EXPECT_THROW(Vocab::from_json("[\"b\", \"a\"]", "x"), UserError);
   try {

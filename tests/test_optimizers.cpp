@@ -6,8 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "train/optimizer.h"

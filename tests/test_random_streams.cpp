@@ -95,7 +95,7 @@ TEST_F(StreamsInTraining, EvaluationScheduleDoesNotChangeTrainingLosses) {
 // Micro-batch m of iteration i: the same rows, dropout masks, loss and gradient whether it is
 // computed first, after the others, or alone.
 TEST_F(StreamsInTraining, AMicroBatchCanBeComputedAlone) {
-  const Dataset data(corpus, 0.1, 16);
+  const Dataset data = testing::open_text(corpus);
   GptConfig mc = small_model(2);
   mc.vocab_size = data.vocab().size();
   mc.block_size = 16;

@@ -9,8 +9,8 @@
 #include <thread>
 
 #include "cli_runner.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "io/safetensors.h"
 #include "process_runner.h"

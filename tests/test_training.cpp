@@ -27,7 +27,7 @@ TEST_F(Training, LossFallsWellBelowUniform) {
   c.eval_iters = 5;
   c.dropout = 0;
   const TrainResult r = run_training(c, nullptr);
-  const double uniform = std::log(static_cast<double>(Dataset(corpus, 0.1, 16).vocab().size()));
+  const double uniform = std::log(static_cast<double>(open_text(corpus).vocab().size()));
   EXPECT_LT(r.last_val_loss, 0.6 * uniform) << "ln(V) = " << uniform;
   EXPECT_EQ(r.final_iter, 150);
 }
@@ -90,14 +90,15 @@ TEST_F(Training, CheckpointReloadsToTheSameEvaluation) {
   TrainConfig c = tiny_config(dir, corpus);
   run_training(c, nullptr);
   LoggedRun run = read_metrics(c.out_dir);
-  const std::vector<int32_t> ids = Dataset(corpus, 0.1, 16).val();
+  const Dataset data = open_text(corpus);
+  const TokenView ids = data.val();
   Arena arena;
   Graph graph(arena);
   LoadedModel a = load_model(c.out_dir);
   LoadedModel b = load_model(c.out_dir + "/model.safetensors");
   const WindowEval ea = evaluate_windows(*a.model, graph, ids, 16), eb = evaluate_windows(*b.model, graph, ids, 16);
   EXPECT_EQ(ea.loss_nats, eb.loss_nats);
-  EXPECT_EQ(ea.tokens, (static_cast<int64_t>(ids.size()) - 1) / 16 * 16);
+  EXPECT_EQ(ea.tokens, (ids.size() - 1) / 16 * 16);
   EXPECT_NEAR(ea.bits_per_char, ea.loss_nats / std::log(2.0), 1e-12);
   EXPECT_GT(ea.loss_nats, 0.0);
 }

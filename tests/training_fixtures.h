@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "data/dataset.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -66,6 +67,9 @@ class CorpusTest : public ::testing::Test {
   ScratchDir dir;
   std::string corpus = dir.write("corpus.txt", generated_corpus(20000));
 };
+
+// A text file's dataset as training opens it (default split and vocabulary, the test cache).
+inline Dataset open_text(const std::string& path) { return Dataset::open(CorpusSpec{path}, ""); }
 
 inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_path) {
   TrainConfig c;

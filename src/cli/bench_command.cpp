@@ -44,7 +44,8 @@ int run_bench(BenchOptions& options) {
   if (options.iters < 1 || options.warmup < 0) throw UserError("--iters must be >= 1 and --warmup >= 0");
   const TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
   if (config.threads > 0) omp_set_num_threads(static_cast<int>(config.threads));
-  const Dataset data(config.data_path, config.val_fraction, config.block_size);
+  const Dataset data = Dataset::open(config.corpus(), config.cache_dir);
+  data.check_fits(config.block_size, false);
   Gpt model(config.model_config(data.vocab().size()));
   model.init_weights(static_cast<uint64_t>(config.seed));
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());

@@ -1,5 +1,6 @@
-// gpt eval --out_dir DIR --data FILE [--json]: mean cross-entropy of a checkpoint on a text, over
-// every full non-overlapping block_size window, deterministic (no dropout, no sampling).
+// gpt eval --out_dir DIR --data PATH [--json]: mean cross-entropy of a checkpoint on a text (a file,
+// a folder, or a prepared dataset's split), over every full non-overlapping block_size window,
+// deterministic (no dropout, no sampling).
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
@@ -23,6 +24,7 @@ struct EvalOptions {
   std::string out_dir = "out";
   std::string checkpoint;
   std::string data_path;
+  std::string split = "val";
   bool json = false;
   int threads = 0;
   bool sampler_context = false;
@@ -32,12 +34,12 @@ struct EvalOptions {
 
 // The likelihood of the text as `gpt sample` would condition each character (exact or shifting
 // window): what a context mode costs in quality.
-int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, std::vector<int32_t> ids) {
+int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, const ModelTokens& text) {
   const int64_t T = loaded.model->config().block_size;
   if (options.context_shift < 0 || options.context_shift > T)
     throw UserError("--context_shift must be in [0, block_size = " + std::to_string(T) + "]");
   if (options.max_chars < 2) throw UserError("--max_chars must be at least 2");
-  if (static_cast<int64_t>(ids.size()) > options.max_chars) ids.resize(static_cast<std::size_t>(options.max_chars));
+  const std::vector<int32_t> ids = text.view.to_vector(0, std::min(text.view.size(), options.max_chars));
   Generator generator(*loaded.model);
   const double nll = sampler_context_nll(generator, ids, options.context_shift);
   const auto tokens = static_cast<int64_t>(ids.size()) - 1;
@@ -48,8 +50,9 @@ int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, st
                     .dump()
                     .c_str());
   else
-    std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters of %s, conditioned as gpt sample (%s)\n", nll,
-                nll / std::numbers::ln2, static_cast<long long>(tokens), options.data_path.c_str(), mode.c_str());
+    std::printf("loss %.4f nats/%s, %.4f bits/%s over %lld %s of %s, conditioned as gpt sample (%s)\n", nll,
+                loaded.vocab.token_unit(), nll / std::numbers::ln2, loaded.vocab.token_unit(),
+                static_cast<long long>(tokens), loaded.vocab.token_noun(), text.description.c_str(), mode.c_str());
   return 0;
 }
 
@@ -57,24 +60,25 @@ int run_eval(const EvalOptions& options) {
   setup_logging(options.json);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
-  std::vector<int32_t> ids = loaded.vocab.encode(read_text_file(options.data_path), options.data_path);
-  if (options.sampler_context) return run_sampler_context_eval(options, loaded, ids);
+  const ModelTokens text = tokens_in_vocab(options.data_path, loaded.vocab, options.split);
+  if (options.sampler_context) return run_sampler_context_eval(options, loaded, text);
   const int64_t T = loaded.model->config().block_size;
-  if (static_cast<int64_t>(ids.size()) <= T)
-    throw UserError(options.data_path + ": has " + std::to_string(ids.size()) +
-                    " characters; evaluation needs more than block_size = " + std::to_string(T));
+  if (text.view.size() <= T)
+    throw UserError(text.description + ": has " + std::to_string(text.view.size()) + " " + loaded.vocab.token_noun() +
+                    "; evaluation needs more than block_size = " + std::to_string(T));
   Arena arena(16u << 20);
   Graph graph(arena);
-  const WindowEval result = evaluate_windows(*loaded.model, graph, ids, T);
+  const WindowEval result = evaluate_windows(*loaded.model, graph, text.view, T);
   if (options.json) {
     std::printf("%s\n",
                 nlohmann::json{{"loss", result.loss_nats}, {"bpc", result.bits_per_char}, {"tokens", result.tokens}}
                     .dump()
                     .c_str());
   } else {
-    std::printf("loss %.4f nats/char, %.4f bits/char over %lld characters (%lld windows of %lld) of %s\n",
-                result.loss_nats, result.bits_per_char, static_cast<long long>(result.tokens),
-                static_cast<long long>(result.windows), static_cast<long long>(T), options.data_path.c_str());
+    std::printf("loss %.4f nats/%s, %.4f bits/%s over %lld %s (%lld windows of %lld) of %s\n", result.loss_nats,
+                loaded.vocab.token_unit(), result.bits_per_char, loaded.vocab.token_unit(),
+                static_cast<long long>(result.tokens), loaded.vocab.token_noun(),
+                static_cast<long long>(result.windows), static_cast<long long>(T), text.description.c_str());
   }
   return 0;
 }
@@ -86,7 +90,10 @@ Command add_eval_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("eval", "Evaluate a checkpoint's loss on a text file");
   sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
   sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
-  sub->add_option("--data", options->data_path, "UTF-8 text file to evaluate on")->required();
+  sub->add_option("--data", options->data_path,
+                  "what to evaluate on: a text file, a folder of text files, or a prepared dataset (see --split)")
+      ->required();
+  sub->add_option("--split", options->split, "of a prepared dataset: val, train or all")->capture_default_str();
   sub->add_flag("--json", options->json, "print {\"loss\", \"bpc\", \"tokens\"} as JSON");
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   sub->add_flag("--sampler_context", options->sampler_context,

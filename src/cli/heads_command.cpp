@@ -9,12 +9,12 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/config_loader.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
-#include "data/utf8.h"
 #include "inspect/heads_analysis.h"
 #include "inspect/heads_report.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 
 namespace gpt {
@@ -31,21 +31,26 @@ struct HeadsOptions {
   int64_t seed = 1337;
 };
 
-// The default text: a passage of the run's validation split, from its first line start.
-std::vector<char32_t> validation_passage(const std::string& out_dir, int64_t block_size) {
+// The default text: a passage of the run's validation split, from its first line start, read
+// from the run's dataset (prepared or cached) without loading the rest.
+std::vector<int32_t> validation_passage(const std::string& out_dir, const Vocab& vocab, int64_t block_size) {
   const std::string config_path = (std::filesystem::path(out_dir) / "config.json").string();
   std::error_code ec;
   if (!std::filesystem::exists(config_path, ec))
     throw UserError("no --prompt given and no " + config_path + " to find the training text; pass --prompt TEXT");
-  const nlohmann::json config = nlohmann::json::parse(read_whole_file(config_path), nullptr, false);
-  if (!config.is_object() || !config.contains("data_path") || !config["data_path"].is_string())
-    throw UserError(config_path + ": no data_path; pass --prompt TEXT");
-  const double val_fraction = config.value("val_fraction", 0.1);
-  const std::vector<char32_t> text = read_text_file(config["data_path"].get<std::string>());
-  auto begin = text.begin() + static_cast<std::ptrdiff_t>(static_cast<double>(text.size()) * (1.0 - val_fraction));
-  auto newline = std::find(begin, text.end(), U'\n');
-  if (newline != text.end() && text.end() - newline > block_size) begin = newline + 1;
-  return {begin, begin + std::min<std::ptrdiff_t>(block_size, text.end() - begin)};
+  const TrainConfig config = load_train_config(config_path, {});
+  const Dataset data = Dataset::open(config.corpus(), config.cache_dir);
+  if (data.vocab() != vocab)
+    throw UserError(config.data_path + " no longer has the vocabulary the model was trained on; pass --prompt TEXT");
+  const TokenView val = data.val();
+  const int32_t newline = vocab.kind() == VocabKind::bytes ? int32_t{'\n'} : vocab.id_of(U'\n').value_or(-1);
+  int64_t begin = 0;
+  for (int64_t i = 0; i + 1 + block_size <= val.size() && i < block_size; ++i)
+    if (val[i] == newline) {
+      begin = i + 1;
+      break;
+    }
+  return val.to_vector(begin, std::min(block_size, val.size() - begin));
 }
 
 int run_heads(const HeadsOptions& options) {
@@ -53,15 +58,8 @@ int run_heads(const HeadsOptions& options) {
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
   Gpt& model = *loaded.model;
   const GptConfig& c = model.config();
-  std::vector<char32_t> chars;
-  if (!options.prompt.empty()) {
-    Utf8Error error;
-    if (!decode_utf8(options.prompt, chars, error))
-      throw UserError("--prompt: invalid UTF-8 at byte offset " + std::to_string(error.byte_offset));
-  } else {
-    chars = validation_passage(options.out_dir, c.block_size);
-  }
-  std::vector<int32_t> ids = loaded.vocab.encode(chars, "--prompt");
+  std::vector<int32_t> ids = options.prompt.empty() ? validation_passage(options.out_dir, loaded.vocab, c.block_size)
+                                                    : loaded.vocab.encode(options.prompt, "--prompt");
   if (static_cast<int64_t>(ids.size()) > c.block_size) {
     spdlog::warn("the prompt is longer than block_size {}; using its first {} characters", c.block_size, c.block_size);
     ids.resize(static_cast<std::size_t>(c.block_size));

@@ -5,6 +5,7 @@
 // batch is done.
 #include <omp.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -14,11 +15,11 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/random_streams.h"
 #include "data/dataset.h"
 #include "data/utf8.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "sample/text_generation.h"
 
@@ -36,16 +37,26 @@ struct SampleOptions {
   int64_t seed = 1337;
   int threads = 0;
   bool quiet = false;
+  bool raw = false;
 };
 
-std::string vocabulary_listing(const Vocab& vocab) {
-  std::string s;
-  for (char32_t cp : vocab.code_points()) {
-    if (!s.empty()) s += ' ';
-    s += describe_code_point(cp);
+// Writes generated text to stdout as it comes, optionally through a Utf8Repair.
+class TextOutput {
+ public:
+  explicit TextOutput(bool repair) : repair_(repair) {}
+  void print(const std::string& text) { write(repair_ ? utf8_.push(text) : text); }
+  void finish() {
+    if (repair_) write(utf8_.finish());
   }
-  return s;
-}
+
+ private:
+  static void write(const std::string& bytes) {
+    std::fwrite(bytes.data(), 1, bytes.size(), stdout);  // fputs would stop at a NUL byte
+    std::fflush(stdout);
+  }
+  bool repair_;
+  Utf8Repair utf8_;
+};
 
 void validate(const SampleOptions& o) {
   if (o.generation.max_new_tokens < 0)
@@ -84,26 +95,24 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     }
     prompt_source = options.prompt_file;
   }
-  std::vector<char32_t> prompt_chars;
-  Utf8Error utf8_error;
-  if (!decode_utf8(prompt_bytes, prompt_chars, utf8_error))
-    throw UserError(prompt_source + ": invalid UTF-8 at byte offset " + std::to_string(utf8_error.byte_offset));
-  if (prompt_chars.empty()) throw UserError(prompt_source + ": the prompt is empty (the default is a newline)");
+  if (prompt_bytes.empty()) throw UserError(prompt_source + ": the prompt is empty (the default is a newline)");
   std::vector<int32_t> prompt;
   try {
-    prompt = loaded.vocab.encode(prompt_chars, prompt_source);
+    prompt = loaded.vocab.encode(prompt_bytes, prompt_source);
   } catch (const UserError& e) {
-    throw UserError(std::string(e.what()) + "; the vocabulary is: " + vocabulary_listing(loaded.vocab));
+    throw UserError(std::string(e.what()) + "; the vocabulary is: " + loaded.vocab.listing());
   }
   if (const int64_t dropped = crop_prompt(prompt, block_size); dropped > 0)
-    spdlog::warn("the prompt has {} characters; only its last {} (block_size) condition the text",
-                 prompt.size() + dropped, block_size);
+    spdlog::warn("the prompt has {} {}; only its last {} (block_size) condition the text", prompt.size() + dropped,
+                 loaded.vocab.token_noun(), block_size);
   spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(),
                block_size, loaded.vocab.size(),
                options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift)
                                                 : std::string("exact"));
 
   const GenerationSettings& settings = options.generation;
+  // Characters are always valid UTF-8; bytes may not be: a terminal gets U+FFFD for invalid ones.
+  const bool repair = loaded.vocab.kind() == VocabKind::bytes && !options.raw && ::isatty(STDOUT_FILENO);
   const std::string shown_prompt = [&] {
     std::string s;
     for (int32_t id : prompt) s += loaded.vocab.decode(id);
@@ -117,19 +126,20 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     std::vector<Rng> rngs;
     for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_stream(static_cast<uint64_t>(options.seed), first + s));
     std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one
-    std::fputs(shown_prompt.c_str(), stdout);
-    std::fflush(stdout);
+    TextOutput streamed(repair);
+    streamed.print(shown_prompt);
     generate(generator, prompt, settings, rngs, [&](int64_t s, int32_t id, const float*) {
-      if (s > 0) {
+      if (s > 0)
         held[s] += loaded.vocab.decode(id);
-        return;
-      }
-      std::fputs(loaded.vocab.decode(id).c_str(), stdout);
-      std::fflush(stdout);
+      else
+        streamed.print(loaded.vocab.decode(id));
     });
+    streamed.finish();
     std::fputs("\n---------------\n", stdout);
     for (int64_t s = 1; s < batch; ++s) {
-      std::fputs(held[s].c_str(), stdout);
+      TextOutput whole(repair);
+      whole.print(held[s]);
+      whole.finish();
       std::fputs("\n---------------\n", stdout);
     }
     std::fflush(stdout);
@@ -169,6 +179,9 @@ Command add_sample_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores)");
   sub->add_flag("--quiet", options->quiet, "print only the generated text");
+  sub->add_flag("--raw", options->raw,
+                "byte-level models: print the bytes as generated, even to a terminal (by default a terminal gets "
+                "U+FFFD for bytes that are not valid UTF-8; files and pipes always get the raw bytes)");
   return {sub, [options, prompt] { return run_sample(*options, prompt); }};
 }
 

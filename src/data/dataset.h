@@ -1,18 +1,21 @@
-// Dataset: a UTF-8 text file as token ids, split into train (first 1 - val_fraction of the
-// characters) and val (the rest), and nanoGPT's get_batch: random windows of block_size + 1.
+// Dataset: the token ids of a run's training and validation splits, memory-mapped from a prepared
+// dataset (see dataset_manifest.h), and nanoGPT's get_batch (random windows of block_size + 1).
+// data_path may name a prepared dataset (used as it is), a text file or a folder of text files:
+// those are prepared once into a cache folder and reused while the sources are unchanged.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "core/rng.h"
+#include "data/dataset_manifest.h"
+#include "data/prepare.h"
+#include "data/token_file.h"
 #include "data/vocab.h"
 
 namespace gpt {
-
-// Reads a whole UTF-8 text file; UserError (exit 2) when missing, a directory, empty or invalid.
-std::vector<char32_t> read_text_file(const std::string& path);
 
 struct Batch {
   std::vector<int32_t> inputs;   // [B, T]
@@ -20,21 +23,54 @@ struct Batch {
   int64_t B = 0, T = 0;
 };
 
+// $XDG_CACHE_HOME/gpt/datasets, else $HOME/.cache/gpt/datasets, else .gpt_cache/datasets.
+std::string default_cache_dir();
+
 class Dataset {
  public:
-  // Builds the vocabulary from the whole text (as nanoGPT's prepare.py) and splits it.
-  Dataset(const std::string& path, double val_fraction, int64_t block_size);
+  // The dataset data_path names; text is prepared into (or reused from) cache_dir ("" = default).
+  static Dataset open(const CorpusSpec& spec, const std::string& cache_dir);
+  // A prepared dataset folder; UserError when it is missing or incomplete.
+  static Dataset open_prepared(const std::string& folder);
 
-  const Vocab& vocab() const { return vocab_; }
-  const std::vector<int32_t>& train() const { return train_; }
-  const std::vector<int32_t>& val() const { return val_; }
+  const Vocab& vocab() const { return manifest_.vocab; }
+  TokenView train() const { return train_; }
+  TokenView val() const { return val_; }
+  const DatasetManifest& manifest() const { return manifest_; }
+  const std::string& folder() const { return folder_; }
+
+  // UserError when a split (val only when it is used) is shorter than block_size + 1.
+  void check_fits(int64_t block_size, bool needs_val) const;
 
   // Fills `batch` with B windows at offsets drawn from `rng` (uniform in [0, n - T - 1]).
-  static void sample_batch(const std::vector<int32_t>& split, int64_t B, int64_t T, Rng& rng, Batch& batch);
+  static void sample_batch(TokenView split, int64_t B, int64_t T, Rng& rng, Batch& batch);
 
  private:
-  Vocab vocab_;
-  std::vector<int32_t> train_, val_;
+  std::string folder_;
+  DatasetManifest manifest_;
+  MappedFile train_file_, val_file_;
+  TokenView train_, val_;
 };
+
+// A text as a model's token ids, for evaluation and inspection: either a prepared dataset's split,
+// viewed in place when its vocabulary is the model's, or ids encoded into `ids`.
+struct ModelTokens {
+  std::unique_ptr<Dataset> dataset;
+  std::vector<int32_t> ids;
+  TokenView view;
+  std::string description;  // "the val split of DIR" or the path
+};
+// `path` is a prepared dataset (its `split`: "train", "val" or "all") or a text file or folder
+// (all of it, files joined as for training). UserError naming the file and position for a
+// character outside `vocab`.
+ModelTokens tokens_in_vocab(const std::string& path, const Vocab& vocab, const std::string& split);
+
+// The folder a text corpus is prepared into: named after the source, keyed by its absolute path
+// and every setting that changes the tokens.
+std::string cache_folder(const CorpusSpec& spec, const std::string& cache_dir);
+
+// Why the dataset prepared in `folder` from `manifest` no longer matches the sources now listed,
+// or "" when it does (a source whose time changed but whose content did not still matches).
+std::string stale_reason(const std::string& folder, const DatasetManifest& manifest, const CorpusSources& now);
 
 }  // namespace gpt

@@ -7,51 +7,41 @@ namespace gpt {
 bool decode_utf8(std::string_view bytes, std::vector<char32_t>& out, Utf8Error& error) {
   out.clear();
   out.reserve(bytes.size());
-  const auto* s = reinterpret_cast<const unsigned char*>(bytes.data());
-  const std::size_t n = bytes.size();
+  return decode_utf8_sequences(
+             bytes, 0, bytes.size(), [&](char32_t cp) { out.push_back(cp); }, error) != kUtf8Invalid;
+}
+
+std::string Utf8Repair::push(std::string_view bytes) {
+  pending_.append(bytes);
+  std::string out;
   std::size_t i = 0;
-  while (i < n) {
-    const unsigned char c = s[i];
-    if (c < 0x80) {
-      out.push_back(c);
-      ++i;
-      continue;
+  Utf8Error error;
+  while (i < pending_.size()) {
+    const std::size_t stop = decode_utf8_sequences(
+        pending_, i, pending_.size(), [&](char32_t cp) { append_utf8(cp, out); }, error);
+    if (stop != kUtf8Invalid) {
+      i = stop;
+      break;
     }
-    int length;
-    char32_t cp, min;
-    if ((c & 0xE0) == 0xC0) {
-      length = 2, cp = c & 0x1F, min = 0x80;
-    } else if ((c & 0xF0) == 0xE0) {
-      length = 3, cp = c & 0x0F, min = 0x800;
-    } else if ((c & 0xF8) == 0xF0) {
-      length = 4, cp = c & 0x07, min = 0x10000;
-    } else {
-      error = {i, (c & 0xC0) == 0x80 ? "unexpected continuation byte" : "invalid lead byte"};
-      return false;
+    i = error.byte_offset;
+    if (error.truncated) {
+      bool continuations_so_far = true;  // the rest may still become a valid sequence
+      for (std::size_t k = i + 1; k < pending_.size(); ++k)
+        continuations_so_far &= (static_cast<unsigned char>(pending_[k]) & 0xC0) == 0x80;
+      if (continuations_so_far) break;
     }
-    if (i + length > n) {
-      error = {i, "truncated sequence at end of file"};
-      return false;
-    }
-    for (int k = 1; k < length; ++k) {
-      if ((s[i + k] & 0xC0) != 0x80) {
-        error = {i, "missing continuation byte"};
-        return false;
-      }
-      cp = (cp << 6) | (s[i + k] & 0x3F);
-    }
-    if (cp < min) {
-      error = {i, "overlong encoding"};
-      return false;
-    }
-    if (cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
-      error = {i, "not a Unicode scalar value"};
-      return false;
-    }
-    out.push_back(cp);
-    i += length;
+    out += "\xEF\xBF\xBD";  // U+FFFD for the first byte; decoding resumes after it
+    ++i;
   }
-  return true;
+  pending_.erase(0, i);
+  return out;
+}
+
+std::string Utf8Repair::finish() {
+  std::string out;
+  for (std::size_t i = 0; i < pending_.size(); ++i) out += "\xEF\xBF\xBD";
+  pending_.clear();
+  return out;
 }
 
 void append_utf8(char32_t cp, std::string& out) {

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
-#include "io/atomic_file.h"
 #include "io/safetensors.h"
 
 namespace gpt {

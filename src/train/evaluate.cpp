@@ -6,8 +6,8 @@
 
 namespace gpt {
 
-double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which, const EvalBatches& e,
-                     Batch& batch, const World& world) {
+double estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& e, Batch& batch,
+                     const World& world) {
   NoGradGuard no_grad(graph);
   const int64_t B = e.batch_size, T = e.block_size;
   const int64_t per_process = (e.count + world.size() - 1) / world.size(), first = per_process * world.rank();
@@ -26,9 +26,9 @@ double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split
   return total / static_cast<double>(e.count);
 }
 
-WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>& ids, int64_t T, int64_t batch) {
+WindowEval evaluate_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, int64_t batch) {
   NoGradGuard no_grad(graph);
-  const auto n = static_cast<int64_t>(ids.size());
+  const int64_t n = ids.size();
   WindowEval result;
   result.windows = n > T ? (n - 1) / T : 0;  // largest k with kT + T < n, plus one
   Rng unused(0);                             // dropout is off; forward still takes an Rng
@@ -36,8 +36,10 @@ WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>
   double total = 0.0;
   for (int64_t k0 = 0; k0 < result.windows; k0 += batch) {
     const int64_t b = std::min(batch, result.windows - k0);
-    inputs.assign(ids.begin() + k0 * T, ids.begin() + (k0 + b) * T);
-    targets.assign(ids.begin() + k0 * T + 1, ids.begin() + (k0 + b) * T + 1);
+    inputs.resize(static_cast<std::size_t>(b * T));
+    targets.resize(static_cast<std::size_t>(b * T));
+    ids.copy(k0 * T, b * T, inputs.data());
+    ids.copy(k0 * T + 1, b * T, targets.data());
     // The op returns the mean over b*T positions; weight it back to a sum.
     total += static_cast<double>(model.forward(graph, inputs.data(), b, T, targets.data(), false, unused).loss.item()) *
              static_cast<double>(b * T);

@@ -24,8 +24,8 @@ struct EvalBatches {
 // Mean cross-entropy over the batches of `which` (drawn from `split`'s ids). The batches are
 // shared among the world's processes and their losses added in batch order: the same bits for
 // any number of processes.
-double estimate_loss(Gpt& model, Graph& graph, const std::vector<int32_t>& split, Split which,
-                     const EvalBatches& batches, Batch& scratch_batch, const World& world = World::instance());
+double estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& batches,
+                     Batch& scratch_batch, const World& world = World::instance());
 
 struct WindowEval {
   double loss_nats = 0;  // mean cross-entropy per predicted character
@@ -36,6 +36,6 @@ struct WindowEval {
 
 // Every full non-overlapping window k: inputs ids[kT .. kT+T-1], targets ids[kT+1 .. kT+T], for
 // each k with kT + T < n. Windows are batched `batch` at a time; sums in window order.
-WindowEval evaluate_windows(Gpt& model, Graph& graph, const std::vector<int32_t>& ids, int64_t T, int64_t batch = 16);
+WindowEval evaluate_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, int64_t batch = 16);
 
 }  // namespace gpt

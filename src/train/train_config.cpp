@@ -4,6 +4,10 @@
 
 namespace gpt {
 
+CorpusSpec TrainConfig::corpus() const {
+  return {data_path, val_data_path, parse_vocab_kind(vocab, "vocab"), val_fraction, skip_invalid_files};
+}
+
 GptConfig TrainConfig::model_config(int64_t vocab_size) const {
   GptConfig c;
   c.n_layer = n_layer;
@@ -19,8 +23,18 @@ GptConfig TrainConfig::model_config(int64_t vocab_size) const {
 const std::vector<ConfigKey>& config_keys() {
   using C = TrainConfig;
   static const std::vector<ConfigKey> keys = {
-      {"data_path", &C::data_path, "UTF-8 text file to train on"},
-      {"val_fraction", &C::val_fraction, "fraction of the characters (at the end) held out for validation"},
+      {"data_path", &C::data_path,
+       "what to train on: a text file, a folder of text files (joined in path order), or a dataset made by "
+       "gpt prepare"},
+      {"val_fraction", &C::val_fraction,
+       "fraction of the text (at its end) held out for validation, when there is no val_data_path"},
+      {"val_data_path", &C::val_data_path, "a text file or folder to validate on instead (optional)"},
+      {"vocab", &C::vocab,
+       "\"chars\" (the text's Unicode characters; it must be UTF-8) or \"bytes\" (the 256 byte values, any file)"},
+      {"skip_invalid_files", &C::skip_invalid_files,
+       "with vocab \"chars\": leave files that are not UTF-8 out of a folder (with a warning) instead of failing"},
+      {"cache_dir", &C::cache_dir,
+       "where text is prepared into token files (empty: $XDG_CACHE_HOME/gpt/datasets or ~/.cache/gpt/datasets)"},
       {"out_dir", &C::out_dir, "folder for the checkpoint, config.json and metrics.jsonl"},
       {"n_layer", &C::n_layer, "number of Transformer blocks"},
       {"n_head", &C::n_head, "attention heads per block (must divide n_embd)"},
@@ -62,8 +76,11 @@ const std::vector<ConfigKey>& config_keys() {
 
 ConfigProblem find_config_problem(const TrainConfig& c) {
   auto positive = [](int64_t v) { return v > 0; };
-  if (c.data_path.empty()) return {"data_path", "is required: the UTF-8 text file to train on"};
+  if (c.data_path.empty())
+    return {"data_path", "is required: a text file, a folder of text files or a prepared dataset to train on"};
   if (!(c.val_fraction > 0 && c.val_fraction < 1)) return {"val_fraction", "must be in (0, 1)"};
+  if (c.vocab != "chars" && c.vocab != "bytes")
+    return {"vocab", "must be \"chars\" or \"bytes\", got \"" + c.vocab + "\""};
   if (c.out_dir.empty()) return {"out_dir", "must not be empty"};
   const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.n_layer},
                                                    {"n_head", c.n_head},

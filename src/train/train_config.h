@@ -9,6 +9,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/prepare.h"
 #include "model/gpt_config.h"
 
 namespace gpt {
@@ -17,6 +18,10 @@ struct TrainConfig {
   // data
   std::string data_path;
   double val_fraction = 0.1;
+  std::string val_data_path;
+  std::string vocab = "chars";
+  bool skip_invalid_files = false;
+  std::string cache_dir;
   std::string out_dir = "out";
   // model: the architecture's defaults are GptConfig's
   int64_t n_layer = GptConfig{}.n_layer;
@@ -54,6 +59,7 @@ struct TrainConfig {
   bool check_replicas = false;
 
   GptConfig model_config(int64_t vocab_size) const;
+  CorpusSpec corpus() const;
 };
 
 using ConfigMember =

@@ -9,8 +9,8 @@ namespace gpt {
 
 bool StepResult::finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 
-double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_t>& split, const StepSettings& s,
-                              int64_t iter, int64_t micro, Batch& batch) {
+double accumulate_micro_batch(Gpt& model, Graph& graph, TokenView split, const StepSettings& s, int64_t iter,
+                              int64_t micro, Batch& batch) {
   Rng rows = train_batch_stream(s.seed, iter, micro);
   Dataset::sample_batch(split, s.batch_size, s.block_size, rows, batch);
   Rng dropout = dropout_stream(s.seed, iter, micro);
@@ -24,8 +24,8 @@ double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_
   return loss;
 }
 
-StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync,
-                      const std::vector<int32_t>& split, const StepSettings& s, int64_t iter, double lr, Batch& batch) {
+StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync, TokenView split,
+                      const StepSettings& s, int64_t iter, double lr, Batch& batch) {
   ParamStore& params = model.params();
   const MicroBatchRange mine = sync.micro_batches(s.accumulation_steps);
   for (int64_t micro = mine.begin; micro < mine.end; ++micro)

@@ -29,13 +29,12 @@ struct StepResult {
 
 // Forward and backward of micro-batch `micro` of iteration `iter`: its gradient, scaled by
 // 1 / accumulation_steps, is added to the parameters' gradients. Returns its loss.
-double accumulate_micro_batch(Gpt& model, Graph& graph, const std::vector<int32_t>& split, const StepSettings& settings,
-                              int64_t iter, int64_t micro, Batch& batch);
+double accumulate_micro_batch(Gpt& model, Graph& graph, TokenView split, const StepSettings& settings, int64_t iter,
+                              int64_t micro, Batch& batch);
 
 // Computes the iteration's gradient, clips, and only if loss and norm are finite applies the
 // optimizer at `lr`.
-StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync,
-                      const std::vector<int32_t>& split, const StepSettings& settings, int64_t iter, double lr,
-                      Batch& batch);
+StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync, TokenView split,
+                      const StepSettings& settings, int64_t iter, double lr, Batch& batch);
 
 }  // namespace gpt

@@ -10,10 +10,10 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
 #include "dist/world.h"
-#include "io/atomic_file.h"
 #include "io/checkpoint.h"
 #include "kernels/fma_probe.h"
 #include "model/gpt.h"
@@ -71,7 +71,15 @@ class TrainingRun {
         world_(World::instance()),
         start_(Clock::now()),
         resume_(config.init_from == "resume") {
-    run_agreeing(world_, [&] { set_up_locally(); });
+    // Rank 0 prepares text first; the others then find it prepared (on a shared file system) or
+    // prepare their host's copy.
+    run_agreeing(world_, [&] {
+      if (world_.is_root()) open_data();
+    });
+    run_agreeing(world_, [&] {
+      if (!world_.is_root()) open_data();
+      set_up_locally();
+    });
     if (resume_) share_resumed_state(world_, model_->params(), state_, *optimizer_, resumed_, resumed_step_);
     settings_ = {config_.batch_size, config_.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
                  static_cast<uint64_t>(config_.seed)};
@@ -117,7 +125,6 @@ class TrainingRun {
       throw UserError("gradient_accumulation_steps (" + std::to_string(config_.gradient_accumulation_steps) +
                       ") must be divisible by the number of processes (" + std::to_string(world_.size()) +
                       "): it counts the micro-batches of an iteration over all of them");
-    data_ = std::make_unique<Dataset>(config_.data_path, config_.val_fraction, config_.block_size);
     if (world_.is_root()) create_out_dir();
     model_ = std::make_unique<Gpt>(config_.model_config(data_->vocab().size()));
     if (!resume_) model_->init_weights(static_cast<uint64_t>(config_.seed));
@@ -131,6 +138,11 @@ class TrainingRun {
     if (resume_ && world_.is_root()) load_checkpoint();
   }
 
+  void open_data() {
+    data_ = std::make_unique<Dataset>(Dataset::open(config_.corpus(), config_.cache_dir));
+    data_->check_fits(config_.block_size, true);
+  }
+
   void create_out_dir() const {
     std::error_code ec;
     std::filesystem::create_directories(config_.out_dir, ec);
@@ -141,7 +153,7 @@ class TrainingRun {
   void load_checkpoint() {
     LoadedModel loaded = load_model(config_.out_dir);
     check_resume_matches(loaded.model->config(), config_, loaded.path);
-    if (loaded.vocab.code_points() != data_->vocab().code_points())
+    if (loaded.vocab != data_->vocab())
       throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
                       loaded.path);
     ParamStore& params = model_->params();
@@ -159,8 +171,10 @@ class TrainingRun {
     spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
                  model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd,
                  config_.block_size, data_->vocab().size(), optimizer_->name());
-    spdlog::info("data: {} train / {} val characters from {}; {} tokens per iteration", data_->train().size(),
-                 data_->val().size(), config_.data_path, static_cast<int64_t>(tokens_per_iter_));
+    spdlog::info(
+        "data: {} train / {} val tokens ({}, vocab {}) from {}, memory-mapped from {}; {} tokens per iteration",
+        data_->train().size(), data_->val().size(), to_string(data_->manifest().token_type),
+        to_string(data_->vocab().kind()), config_.data_path, data_->folder(), static_cast<int64_t>(tokens_per_iter_));
     if (!world_.distributed()) {
       spdlog::info("threads: {}", omp_get_max_threads());
       return;

@@ -1,0 +1,119 @@
+#include "data/token_file.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include "core/check.h"
+
+namespace gpt {
+
+const char* to_string(TokenType type) {
+  switch (type) {
+    case TokenType::u8:
+      return "uint8";
+    case TokenType::u16:
+      return "uint16";
+    case TokenType::u32:
+      return "uint32";
+  }
+  return "?";
+}
+
+TokenType parse_token_type(const std::string& text, const std::string& what) {
+  for (TokenType type : {TokenType::u8, TokenType::u16, TokenType::u32})
+    if (text == to_string(type)) return type;
+  throw UserError(what + ": unknown token type \"" + text + "\" (expected uint8, uint16 or uint32)");
+}
+
+int token_bytes(TokenType type) { return type == TokenType::u8 ? 1 : type == TokenType::u16 ? 2 : 4; }
+
+TokenType smallest_token_type(int64_t vocab_size) {
+  if (vocab_size <= 256) return TokenType::u8;
+  if (vocab_size <= 65536) return TokenType::u16;
+  return TokenType::u32;
+}
+
+namespace {
+
+template <class T>
+void widen(const void* data, int64_t begin, int64_t count, int32_t* out) {
+  const T* source = static_cast<const T*>(data) + begin;
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
+}
+
+}  // namespace
+
+int32_t TokenView::operator[](int64_t i) const {
+  int32_t id;
+  copy(i, 1, &id);
+  return id;
+}
+
+void TokenView::copy(int64_t begin, int64_t count, int32_t* out) const {
+  GPT_CHECK(begin >= 0 && count >= 0 && begin + count <= size_, "token range out of bounds");
+  switch (type_) {
+    case TokenType::u8:
+      return widen<uint8_t>(data_, begin, count, out);
+    case TokenType::u16:
+      return widen<uint16_t>(data_, begin, count, out);
+    case TokenType::u32:
+      return widen<uint32_t>(data_, begin, count, out);
+  }
+}
+
+std::vector<int32_t> TokenView::to_vector(int64_t begin, int64_t count) const {
+  std::vector<int32_t> ids(static_cast<std::size_t>(count));
+  copy(begin, count, ids.data());
+  return ids;
+}
+
+TokenView TokenView::slice(int64_t begin, int64_t count) const {
+  GPT_CHECK(begin >= 0 && count >= 0 && begin + count <= size_, "token slice out of bounds");
+  return {static_cast<const char*>(data_) + begin * token_bytes(type_), type_, count};
+}
+
+MappedFile::MappedFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw UserError(path + ": cannot open for reading: " + std::strerror(errno));
+  struct stat info {};
+  if (::fstat(fd, &info) != 0) {
+    const int error = errno;
+    ::close(fd);
+    throw UserError(path + ": cannot read its size: " + std::strerror(error));
+  }
+  size_ = static_cast<std::size_t>(info.st_size);
+  if (size_ > 0) {
+    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (data_ == MAP_FAILED) {
+      const int error = errno;
+      data_ = nullptr;
+      ::close(fd);
+      throw UserError(path + ": cannot map into memory: " + std::strerror(error), 1);
+    }
+  }
+  ::close(fd);  // the mapping keeps the file
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+MappedFile::MappedFile(MappedFile&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+
+MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+  if (this != &other) {
+    if (data_) ::munmap(data_, size_);
+    data_ = std::exchange(other.data_, nullptr);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+}  // namespace gpt
