@@ -144,6 +144,53 @@ TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
   EXPECT_NE(cropped.output.find("only its last 8 (block_size)"), std::string::npos) << cropped.output;
 }
 
+TEST_F(Cli, PrepareThenTrainOnTheDatasetAndEvaluateItsSplits) {
+  const std::string prepared = dir.file("prepared");
+  const CommandResult prep = run_gpt("prepare --data " + corpus + " --out " + prepared + " --val_fraction 0.2");
+  ASSERT_EQ(prep.exit_code, 0) << prep.output;
+  const auto n = static_cast<int64_t>(generated_corpus(8000).size());
+  const auto n_train = static_cast<int64_t>(static_cast<double>(n) * 0.8);
+  EXPECT_NE(prep.output.find(std::to_string(n_train) + " train + " + std::to_string(n - n_train) + " val tokens"),
+            std::string::npos)
+      << prep.output;
+  const CommandResult train = run_gpt("train --config " + tiny() + " --data_path " + prepared);
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("memory-mapped from " + prepared), std::string::npos) << train.output;
+  const CommandResult val = run_gpt("eval --out_dir " + dir.file("out") + " --data " + prepared + " --json", true);
+  ASSERT_EQ(val.exit_code, 0) << val.output;
+  EXPECT_EQ(nlohmann::json::parse(val.output)["tokens"].get<int64_t>(), (n - n_train - 1) / 8 * 8);
+  const CommandResult all =
+      run_gpt("eval --out_dir " + dir.file("out") + " --data " + prepared + " --split all --json", true);
+  EXPECT_EQ(nlohmann::json::parse(all.output)["tokens"].get<int64_t>(), (n - 1) / 8 * 8);
+  EXPECT_EQ(run_gpt("heads --out_dir " + dir.file("out")).exit_code, 0);
+
+  expect_error("prepare --data " + dir.file("") + " --out " + dir.file("inside"), 2, {"inside the folder"});
+  std::filesystem::create_directories(dir.file("occupied"));
+  dir.write("occupied/notes.txt", "mine");
+  expect_error("prepare --data " + corpus + " --out " + dir.file("occupied"), 2, {"notes.txt", "other files"});
+  expect_error("prepare --data " + corpus + " --vocab words", 2, {"--vocab", "\"chars\" or \"bytes\""});
+  expect_error("train --config " + tiny() + " --vocab words", 2, {"\"vocab\"", "\"chars\" or \"bytes\""});
+}
+
+// Bytes that are not UTF-8 train a byte-level model; its samples go to a pipe as raw bytes.
+TEST_F(Cli, ByteLevelModelsTrainOnAnyBytesAndSampleBytes) {
+  std::string blob = generated_corpus(6000);
+  for (std::size_t i = 0; i < blob.size(); i += 97) blob[i] = static_cast<char>(0x80 + i % 64);  // invalid UTF-8
+  const std::string data = dir.write("blob.bin", blob);
+  expect_error("train --config " + tiny() + " --data_path " + data, 2, {"blob.bin", "invalid UTF-8", "bytes"});
+  const CommandResult train = run_gpt("train --config " + tiny() + " --data_path " + data + " --vocab bytes");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("vocab 256"), std::string::npos) << train.output;
+  const std::string out = "--out_dir " + dir.file("out");
+  const CommandResult sample =
+      run_gpt("sample " + out + " --prompt_file " + dir.write("p.bin", "\xC3") + " --max_new_tokens 50 --quiet", true);
+  ASSERT_EQ(sample.exit_code, 0) << sample.output;
+  EXPECT_EQ(sample.output.rfind("\xC3", 0), 0u);  // the prompt's lone byte, unrepaired
+  EXPECT_EQ(sample.output.size(), 1 + 50 + std::string("\n---------------\n").size());
+  const CommandResult eval = run_gpt("eval " + out + " --data " + data);
+  EXPECT_NE(eval.output.find("bits/byte"), std::string::npos) << eval.output;
+}
+
 TEST_F(Cli, HeadsPrintsTableJsonAndReport) {
   ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
   const CommandResult table = run_gpt("heads --out_dir " + dir.file("out"));

@@ -69,7 +69,11 @@ class CorpusTest : public ::testing::Test {
 };
 
 // A text file's dataset as training opens it (default split and vocabulary, the test cache).
-inline Dataset open_text(const std::string& path) { return Dataset::open(CorpusSpec{path}, ""); }
+inline Dataset open_text(const std::string& path) {
+  CorpusSpec spec;
+  spec.data_path = path;
+  return Dataset::open(spec, "");
+}
 
 inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_path) {
   TrainConfig c;

@@ -50,8 +50,7 @@ void check_out_dir(const std::string& out_dir, const CorpusSpec& spec) {
   for (const auto& entry : fs::directory_iterator(out, ec)) {
     const std::string name = entry.path().filename().string();
     if (name != kTrainTokensName && name != kValTokensName && name.find(".tmp") == std::string::npos)
-      throw UserError("--out " + out_dir + " already holds other files (" + name +
-                      "); choose a new or empty folder");
+      throw UserError("--out " + out_dir + " already holds other files (" + name + "); choose a new or empty folder");
   }
 }
 

@@ -63,9 +63,8 @@ class ContentHash {
   }
 
  private:
-  static constexpr uint64_t kP1 = 11400714785074694791ULL, kP2 = 14029467366897019727ULL,
-                            kP3 = 1609587929392839161ULL, kP4 = 9650029242287828579ULL,
-                            kP5 = 2870177450012600261ULL;
+  static constexpr uint64_t kP1 = 11400714785074694791ULL, kP2 = 14029467366897019727ULL, kP3 = 1609587929392839161ULL,
+                            kP4 = 9650029242287828579ULL, kP5 = 2870177450012600261ULL;
   static uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
   static uint64_t round(uint64_t acc, uint64_t input) { return rotl(acc + input * kP2, 31) * kP1; }
   template <class T>

@@ -340,7 +340,9 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   };
   const std::vector<int64_t> train_file_tokens = scan_group(m.train_sources);
   const std::vector<int64_t> val_file_tokens = scan_group(m.val_sources);
-  auto included = [](const std::vector<int64_t>& t) { return std::count_if(t.begin(), t.end(), [](int64_t n) { return n >= 0; }); };
+  auto included = [](const std::vector<int64_t>& t) {
+    return std::count_if(t.begin(), t.end(), [](int64_t n) { return n >= 0; });
+  };
   if (included(train_file_tokens) == 0) throw UserError("data_path: " + spec.data_path + " has no valid UTF-8 file");
   if (!m.val_sources.empty() && included(val_file_tokens) == 0)
     throw UserError("val_data_path: " + spec.val_data_path + " has no valid UTF-8 file");
@@ -396,10 +398,11 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   m.prepared_at = utc_now();
   write_file_atomically((std::filesystem::path(out_dir) / kManifestName).string(), m.to_json());
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  spdlog::info("prepared {}: {:.1f} MB of text from {} file(s) into {} train + {} val tokens ({}, vocab {} {}) in {:.1f} s",
-               out_dir, static_cast<double>(total_bytes(m.train_sources) + total_bytes(m.val_sources)) * 1e-6,
-               m.train_sources.size() + m.val_sources.size(), m.train_tokens, m.val_tokens, to_string(m.token_type),
-               m.vocab.size(), to_string(m.vocab.kind()), seconds);
+  spdlog::info(
+      "prepared {}: {:.1f} MB of text from {} file(s) into {} train + {} val tokens ({}, vocab {} {}) in {:.1f} s",
+      out_dir, static_cast<double>(total_bytes(m.train_sources) + total_bytes(m.val_sources)) * 1e-6,
+      m.train_sources.size() + m.val_sources.size(), m.train_tokens, m.val_tokens, to_string(m.token_type),
+      m.vocab.size(), to_string(m.vocab.kind()), seconds);
   return m;
 }
 
