@@ -52,8 +52,15 @@ std::vector<int32_t> all_tokens(TokenView view) { return view.to_vector(0, view.
 // Text of `bytes` bytes mixing 1- to 4-byte characters, so that block and part boundaries fall
 // inside multi-byte sequences.
 std::string multilingual_text(std::size_t bytes) {
-  static const char* words[] = {"the ", "king ", "caf\xC3\xA9 ", "\xE2\x82\xAC" "5 ", "\xF0\x9F\x98\x80 ",
-                                "na\xC3\xAFve\n", "\xE6\x97\xA5\xE6\x9C\xAC ", "queen,\n"};
+  static const char* words[] = {"the ",
+                                "king ",
+                                "caf\xC3\xA9 ",
+                                "\xE2\x82\xAC"
+                                "5 ",
+                                "\xF0\x9F\x98\x80 ",
+                                "na\xC3\xAFve\n",
+                                "\xE6\x97\xA5\xE6\x9C\xAC ",
+                                "queen,\n"};
   Rng rng(7);
   std::string text;
   while (text.size() < bytes) text += words[rng.below(8)];
@@ -114,8 +121,8 @@ TEST(Utf8, DecodingInBlocksEqualsDecodingTheWhole) {
     const std::string block = carried + text.substr(i, 37);
     const bool at_end = i + 37 >= text.size();
     const std::size_t cut = at_end ? block.size() : block.size() - 3;
-    const std::size_t stop =
-        decode_utf8_sequences(block, 0, cut, [&](char32_t cp) { blocks.push_back(cp); }, error);
+    const std::size_t stop = decode_utf8_sequences(
+        block, 0, cut, [&](char32_t cp) { blocks.push_back(cp); }, error);
     ASSERT_NE(stop, kUtf8Invalid);
     carried = block.substr(stop);
   }
@@ -362,4 +369,19 @@ TEST_F(DatasetCache, ResumingOnTextWithAnotherVocabularyIsAnError) {
     EXPECT_NE(std::string(e.what()).find("cannot resume: the vocabulary of " + c.data_path), std::string::npos)
         << e.what();
   }
+}
+
+TEST_F(Prepare, AnInterruptedPreparationLeavesNothingBehind) {
+  const std::string out = dir.file("interrupted");
+  std::filesystem::create_directories(out);
+  const std::atomic<int> stop{2};  // SIGINT arrived
+  const CorpusSpec spec = spec_for(corpus);
+  try {
+    prepare_dataset(spec, list_corpus_sources(spec), out, &stop);
+    FAIL() << "not interrupted";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 130);
+    EXPECT_NE(std::string(e.what()).find("interrupted while preparing"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(out)) << "temporaries left in " << out;
 }

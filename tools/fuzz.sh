@@ -16,8 +16,9 @@ tools/install_deps.sh clang libclang-rt-14-dev
 
 common=(src/core/check.cpp)
 case $target in
-  safetensors) sources=(src/io/safetensors.cpp src/io/atomic_file.cpp src/data/vocab.cpp src/data/utf8.cpp src/model/gpt_config.cpp) ;;
-  config) sources=(src/cli/config_loader.cpp src/train/train_config.cpp src/model/gpt_config.cpp src/io/atomic_file.cpp) ;;
+  safetensors) sources=(src/io/safetensors.cpp src/core/atomic_file.cpp src/data/vocab.cpp src/data/utf8.cpp src/model/gpt_config.cpp) ;;
+  config) sources=(src/cli/config_loader.cpp src/train/train_config.cpp src/model/gpt_config.cpp src/core/atomic_file.cpp
+                  src/data/vocab.cpp src/data/utf8.cpp) ;;
   utf8) sources=(src/data/utf8.cpp src/data/vocab.cpp) ;;
   *) echo "unknown target $target (safetensors, config, utf8, all)" >&2; exit 2 ;;
 esac

@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/stop_signal.h"
 #include "core/check.h"
 #include "data/dataset_manifest.h"
 #include "data/prepare.h"
@@ -69,7 +70,8 @@ int run_prepare(const PrepareOptions& options) {
     out_dir = fs::path(name).stem().string() + "_" + options.vocab;
   }
   check_out_dir(out_dir, spec);
-  const DatasetManifest m = prepare_dataset(spec, sources, out_dir);
+  const StopSignalScope stop;
+  const DatasetManifest m = prepare_dataset(spec, sources, out_dir, stop.signal());
   std::printf("%s: %lld train + %lld val tokens (%s), vocab of %d %s\n", out_dir.c_str(),
               static_cast<long long>(m.train_tokens), static_cast<long long>(m.val_tokens), to_string(m.token_type),
               m.vocab.size(), m.vocab.token_noun());

@@ -2,16 +2,14 @@
 // the file. SIGINT/SIGTERM finish the current iteration, save and exit 130/143; a second SIGINT
 // exits at once (checkpoint files are replaced atomically, so nothing is left half-written).
 #include <spdlog/spdlog.h>
-#include <unistd.h>
 
-#include <atomic>
-#include <csignal>
 #include <map>
 #include <memory>
 
 #include "cli/commands.h"
 #include "cli/config_flags.h"
 #include "cli/config_loader.h"
+#include "cli/stop_signal.h"
 #include "dist/world.h"
 #include "io/checkpoint.h"
 #include "train/progress.h"
@@ -20,13 +18,6 @@
 namespace gpt {
 
 namespace {
-
-std::atomic<int> g_stop_signal{0};
-
-extern "C" void on_stop_signal(int signal) {
-  if (g_stop_signal.load() != 0 && signal == SIGINT) _exit(130);  // second Ctrl-C: leave now
-  g_stop_signal.store(signal);
-}
 
 struct TrainOptions {
   std::string config_path;
@@ -41,11 +32,10 @@ int run_train(TrainOptions& options) {
   run_agreeing(World::instance(),
                [&] { config = load_train_config(options.config_path, options.config_flags.given()); });
 
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
-  const TrainResult result = run_training(config, &g_stop_signal);
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  const TrainResult result = [&] {
+    const StopSignalScope stop;
+    return run_training(config, stop.signal());
+  }();
 
   if (World::instance().is_root())
     spdlog::info("{} {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",

@@ -96,7 +96,7 @@ Dataset Dataset::open_prepared(const std::string& folder) {
   return d;
 }
 
-Dataset Dataset::open(const CorpusSpec& spec, const std::string& cache_dir) {
+Dataset Dataset::open(const CorpusSpec& spec, const std::string& cache_dir, const std::atomic<int>* stop_signal) {
   if (is_prepared_dataset(spec.data_path)) {
     if (!spec.val_data_path.empty())
       throw UserError("val_data_path: " + spec.data_path +
@@ -116,7 +116,7 @@ Dataset Dataset::open(const CorpusSpec& spec, const std::string& cache_dir) {
     }
   }
   spdlog::info("preparing {} into {} ({})", spec.data_path, folder, reason);
-  prepare_dataset(spec, sources, folder);
+  prepare_dataset(spec, sources, folder, stop_signal);
   return open_prepared(folder);
 }
 

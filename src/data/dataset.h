@@ -4,6 +4,7 @@
 // those are prepared once into a cache folder and reused while the sources are unchanged.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -28,8 +29,10 @@ std::string default_cache_dir();
 
 class Dataset {
  public:
-  // The dataset data_path names; text is prepared into (or reused from) cache_dir ("" = default).
-  static Dataset open(const CorpusSpec& spec, const std::string& cache_dir);
+  // The dataset data_path names; text is prepared into (or reused from) cache_dir ("" = default),
+  // stopping early (see prepare_dataset) when *stop_signal becomes non-zero.
+  static Dataset open(const CorpusSpec& spec, const std::string& cache_dir,
+                      const std::atomic<int>* stop_signal = nullptr);
   // A prepared dataset folder; UserError when it is missing or incomplete.
   static Dataset open_prepared(const std::string& folder);
 

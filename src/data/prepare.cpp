@@ -51,11 +51,18 @@ std::vector<Part> split_at_sequences(std::string_view block, std::size_t cut, in
   return parts;
 }
 
+// Ctrl-C during a preparation: stop now (the writers' destructors remove their temporaries).
+void stop_if_signalled(const std::atomic<int>* stop_signal, const std::string& what) {
+  const int signal = stop_signal ? stop_signal->load() : 0;
+  if (signal != 0) throw UserError("interrupted while preparing " + what + "; nothing was written", 128 + signal);
+}
+
 // Reads a file in blocks: on_block(block, at_end, file_offset_of_block) returns how many leading
 // bytes it used, the rest (an unfinished UTF-8 sequence) starts the next block. Returns the
 // file's content hash and checks its size against `file`.
 template <class OnBlock>
-std::string read_in_blocks(const SourceFile& file, std::string& buffer, OnBlock&& on_block) {
+std::string read_in_blocks(const SourceFile& file, std::string& buffer, OnBlock&& on_block,
+                           const std::atomic<int>* stop_signal = nullptr) {
   const int fd = ::open(file.path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw UserError(file.path + ": cannot open for reading: " + std::strerror(errno));
   struct Closer {
@@ -68,6 +75,7 @@ std::string read_in_blocks(const SourceFile& file, std::string& buffer, OnBlock&
   std::size_t carried = 0;
   uint64_t offset = 0, total = 0;
   for (;;) {
+    stop_if_signalled(stop_signal, file.path);
     std::size_t filled = carried;
     bool at_end = false;
     while (filled < buffer.size()) {
@@ -109,8 +117,11 @@ std::string utf8_error_message(const SourceFile& file, uint64_t offset, const Ut
 // Pass 1 for chars: validates each file, counts its characters and marks the code points seen.
 class CharScanner {
  public:
-  explicit CharScanner(bool skip_invalid)
-      : skip_invalid_(skip_invalid), threads_(omp_get_max_threads()), seen_(kBitsetWords, 0) {
+  CharScanner(bool skip_invalid, const std::atomic<int>* stop_signal)
+      : skip_invalid_(skip_invalid),
+        stop_signal_(stop_signal),
+        threads_(omp_get_max_threads()),
+        seen_(kBitsetWords, 0) {
     for (int t = 0; t < threads_; ++t) thread_seen_.emplace_back(kBitsetWords, 0);
   }
 
@@ -119,32 +130,35 @@ class CharScanner {
     for (auto& seen : thread_seen_) std::fill(seen.begin(), seen.end(), 0);
     int64_t characters = 0;
     std::string error;
-    file.hash = read_in_blocks(file, buffer, [&](std::string_view block, bool at_end, uint64_t offset) {
-      if (!error.empty()) return block.size();
-      const std::vector<Part> parts = split_at_sequences(block, block_cut(block, at_end), threads_);
-      const auto n = static_cast<int>(parts.size());
-      std::vector<std::size_t> stops(parts.size());
-      std::vector<int64_t> counts(parts.size(), 0);
-      std::vector<Utf8Error> errors(parts.size());
+    file.hash = read_in_blocks(
+        file, buffer,
+        [&](std::string_view block, bool at_end, uint64_t offset) {
+          if (!error.empty()) return block.size();
+          const std::vector<Part> parts = split_at_sequences(block, block_cut(block, at_end), threads_);
+          const auto n = static_cast<int>(parts.size());
+          std::vector<std::size_t> stops(parts.size());
+          std::vector<int64_t> counts(parts.size(), 0);
+          std::vector<Utf8Error> errors(parts.size());
 #pragma omp parallel for schedule(static, 1)
-      for (int k = 0; k < n; ++k) {
-        std::vector<uint64_t>& seen = thread_seen_[static_cast<std::size_t>(omp_get_thread_num())];
-        int64_t count = 0;
-        stops[k] = decode_utf8_sequences(
-            block, parts[k].begin, parts[k].end,
-            [&](char32_t cp) {
-              seen[cp >> 6] |= uint64_t{1} << (cp & 63);
-              ++count;
-            },
-            errors[k]);
-        counts[k] = count;
-      }
-      for (int k = 0; k < n && error.empty(); ++k) {
-        if (stops[k] == kUtf8Invalid) error = utf8_error_message(file, offset, errors[k]);
-        characters += counts[k];
-      }
-      return error.empty() ? stops.back() : block.size();
-    });
+          for (int k = 0; k < n; ++k) {
+            std::vector<uint64_t>& seen = thread_seen_[static_cast<std::size_t>(omp_get_thread_num())];
+            int64_t count = 0;
+            stops[k] = decode_utf8_sequences(
+                block, parts[k].begin, parts[k].end,
+                [&](char32_t cp) {
+                  seen[cp >> 6] |= uint64_t{1} << (cp & 63);
+                  ++count;
+                },
+                errors[k]);
+            counts[k] = count;
+          }
+          for (int k = 0; k < n && error.empty(); ++k) {
+            if (stops[k] == kUtf8Invalid) error = utf8_error_message(file, offset, errors[k]);
+            characters += counts[k];
+          }
+          return error.empty() ? stops.back() : block.size();
+        },
+        stop_signal_);
     if (!error.empty()) {
       if (!skip_invalid_)
         throw UserError(error +
@@ -170,6 +184,7 @@ class CharScanner {
 
  private:
   bool skip_invalid_;
+  const std::atomic<int>* stop_signal_;
   int threads_;
   std::vector<uint64_t> seen_;
   std::vector<std::vector<uint64_t>> thread_seen_;
@@ -205,35 +220,43 @@ class SplitWriter {
 };
 
 template <class T>
-void store_token(int32_t id, unsigned char* out, int64_t index) {
-  const auto value = static_cast<T>(id);
-  std::memcpy(out + index * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
-}
+struct StoreToken {
+  void operator()(int32_t id, unsigned char* out, int64_t index) const {
+    const auto value = static_cast<T>(id);
+    std::memcpy(out + index * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
+  }
+};
 
 // Pass 2 for chars: encodes each block's parts in parallel into per-part buffers, written in order.
 class CharEncoder {
  public:
-  CharEncoder(const Vocab& vocab, TokenType type)
-      : type_(type), id_of_(kCodePoints, -1), parts_(static_cast<std::size_t>(omp_get_max_threads())) {
+  CharEncoder(const Vocab& vocab, TokenType type, const std::atomic<int>* stop_signal)
+      : type_(type),
+        stop_signal_(stop_signal),
+        id_of_(kCodePoints, -1),
+        parts_(static_cast<std::size_t>(omp_get_max_threads())) {
     for (int id = 0; id < vocab.size(); ++id) id_of_[vocab.symbol(id)] = id;
     for (auto& part : parts_) part.resize((kBlockBytes + kMaxSequence) * static_cast<std::size_t>(token_bytes(type)));
   }
 
   void encode(const SourceFile& file, std::string& buffer, SplitWriter& out) {
     bool changed = false;
-    const std::string hash = read_in_blocks(file, buffer, [&](std::string_view block, bool at_end, uint64_t) {
-      const std::vector<Part> parts = split_at_sequences(block, block_cut(block, at_end), omp_get_max_threads());
-      const auto n = static_cast<int>(parts.size());
-      std::vector<std::size_t> stops(parts.size());
-      std::vector<int64_t> counts(parts.size(), 0);
+    const std::string hash = read_in_blocks(
+        file, buffer,
+        [&](std::string_view block, bool at_end, uint64_t) {
+          const std::vector<Part> parts = split_at_sequences(block, block_cut(block, at_end), omp_get_max_threads());
+          const auto n = static_cast<int>(parts.size());
+          std::vector<std::size_t> stops(parts.size());
+          std::vector<int64_t> counts(parts.size(), 0);
 #pragma omp parallel for schedule(static, 1)
-      for (int k = 0; k < n; ++k) counts[k] = encode_part(block, parts[k], parts_[k].data(), stops[k]);
-      for (int k = 0; k < n; ++k) {
-        if (stops[k] == kUtf8Invalid || counts[k] < 0) changed = true;
-        if (!changed) out.append(parts_[k].data(), counts[k]);
-      }
-      return changed ? block.size() : stops.back();
-    });
+          for (int k = 0; k < n; ++k) counts[k] = encode_part(block, parts[k], parts_[k].data(), stops[k]);
+          for (int k = 0; k < n; ++k) {
+            if (stops[k] == kUtf8Invalid || counts[k] < 0) changed = true;
+            if (!changed) out.append(parts_[k].data(), counts[k]);
+          }
+          return changed ? block.size() : stops.back();
+        },
+        stop_signal_);
     if (changed || hash != file.hash)
       throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
   }
@@ -256,19 +279,20 @@ class CharEncoder {
     };
     switch (type_) {
       case TokenType::u8:
-        emit(store_token<uint8_t>);
+        emit(StoreToken<uint8_t>{});
         break;
       case TokenType::u16:
-        emit(store_token<uint16_t>);
+        emit(StoreToken<uint16_t>{});
         break;
       case TokenType::u32:
-        emit(store_token<uint32_t>);
+        emit(StoreToken<uint32_t>{});
         break;
     }
     return outside ? -1 : count;
   }
 
   TokenType type_;
+  const std::atomic<int>* stop_signal_;
   std::vector<int32_t> id_of_;
   std::vector<std::vector<unsigned char>> parts_;
 };
@@ -310,7 +334,8 @@ CorpusSources list_corpus_sources(const CorpusSpec& spec) {
   return sources;
 }
 
-DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& listed, const std::string& out_dir) {
+DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& listed, const std::string& out_dir,
+                                const std::atomic<int>* stop_signal) {
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
@@ -325,14 +350,15 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   std::string buffer;
 
   // Pass 1: hashes, validity, token counts, vocabulary.
-  CharScanner scanner(spec.skip_invalid_files && chars);
+  CharScanner scanner(spec.skip_invalid_files && chars, stop_signal);
   auto scan_group = [&](std::vector<SourceFile>& files) {
     std::vector<int64_t> tokens;
     for (SourceFile& file : files) {
       if (chars) {
         tokens.push_back(scanner.scan(file, buffer));
       } else {
-        file.hash = hash_source_file(file);
+        file.hash = read_in_blocks(
+            file, buffer, [](std::string_view block, bool, uint64_t) { return block.size(); }, stop_signal);
         tokens.push_back(static_cast<int64_t>(file.size));
       }
     }
@@ -362,7 +388,7 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   // Pass 2: tokens, in order, split between the two files.
   SplitWriter out(out_dir, m.train_tokens, m.token_type);
   std::optional<CharEncoder> encoder;
-  if (chars) encoder.emplace(m.vocab, m.token_type);
+  if (chars) encoder.emplace(m.vocab, m.token_type, stop_signal);
   const int32_t separator = chars ? m.vocab.id_of(U'\n').value_or(0) : kFileSeparator;
   auto encode_group = [&](const std::vector<SourceFile>& files) {
     bool first = true;
@@ -370,7 +396,7 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
       if (file.skipped) continue;
       if (!first) {
         unsigned char typed[4];
-        store_token<uint32_t>(separator, typed, 0);  // little-endian: the low bytes come first
+        StoreToken<uint32_t>{}(separator, typed, 0);  // little-endian: the low bytes come first
         out.append(typed, 1);
       }
       first = false;
@@ -378,10 +404,13 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
         encoder->encode(file, buffer, out);
         continue;
       }
-      const std::string hash = read_in_blocks(file, buffer, [&](std::string_view block, bool, uint64_t) {
-        out.append(block.data(), static_cast<int64_t>(block.size()));
-        return block.size();
-      });
+      const std::string hash = read_in_blocks(
+          file, buffer,
+          [&](std::string_view block, bool, uint64_t) {
+            out.append(block.data(), static_cast<int64_t>(block.size()));
+            return block.size();
+          },
+          stop_signal);
       if (hash != file.hash)
         throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
     }

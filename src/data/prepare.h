@@ -5,6 +5,7 @@
 // character boundaries, and written in order: the same bytes whatever the thread count.
 #pragma once
 
+#include <atomic>
 #include <string>
 
 #include "data/dataset_manifest.h"
@@ -31,7 +32,10 @@ std::string hash_source_file(const SourceFile& file);
 
 // Writes out_dir/train.bin, val.bin, then meta.json, each atomically; a stale meta.json is removed
 // first, so an interrupted preparation never looks complete. UserError naming the file and byte
-// offset for invalid UTF-8 (chars), or when a source changes while it is read.
-DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& sources, const std::string& out_dir);
+// offset for invalid UTF-8 (chars), or when a source changes while it is read. When *stop_signal
+// becomes non-zero (Ctrl-C), it stops within a block, leaves nothing behind and throws UserError
+// with exit code 128 + the signal.
+DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& sources, const std::string& out_dir,
+                                const std::atomic<int>* stop_signal = nullptr);
 
 }  // namespace gpt

@@ -50,7 +50,7 @@ void widen(const void* data, int64_t begin, int64_t count, int32_t* out) {
 }  // namespace
 
 int32_t TokenView::operator[](int64_t i) const {
-  int32_t id;
+  int32_t id = 0;
   copy(i, 1, &id);
   return id;
 }
@@ -97,7 +97,8 @@ MappedFile::MappedFile(const std::string& path) {
       throw UserError(path + ": cannot map into memory: " + std::strerror(error), 1);
     }
   }
-  ::close(fd);  // the mapping keeps the file
+  if (data_) ::madvise(data_, size_, MADV_RANDOM);  // batches are random windows: no readahead
+  ::close(fd);                                      // the mapping keeps the file
 }
 
 MappedFile::~MappedFile() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -50,6 +51,15 @@ std::size_t decode_utf8_sequences(std::string_view bytes, std::size_t begin, std
   const std::size_t n = bytes.size();
   std::size_t i = begin;
   while (i < cut) {
+    if (i + 8 <= cut) {  // eight ASCII bytes at once: most text is mostly ASCII
+      uint64_t word;
+      std::memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        for (int k = 0; k < 8; ++k) visit(static_cast<char32_t>(s[i + k]));
+        i += 8;
+        continue;
+      }
+    }
     const unsigned char c = s[i];
     if (c < 0x80) {
       visit(static_cast<char32_t>(c));

@@ -139,7 +139,7 @@ class TrainingRun {
   }
 
   void open_data() {
-    data_ = std::make_unique<Dataset>(Dataset::open(config_.corpus(), config_.cache_dir));
+    data_ = std::make_unique<Dataset>(Dataset::open(config_.corpus(), config_.cache_dir, stop_signal_));
     data_->check_fits(config_.block_size, true);
   }
 
