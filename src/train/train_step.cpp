@@ -24,20 +24,30 @@ double accumulate_micro_batch(Gpt& model, Graph& graph, TokenView split, const S
   return loss;
 }
 
-StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync, TokenView split,
-                      const StepSettings& s, int64_t iter, double lr, Batch& batch) {
+StepResult compute_step_gradient(Gpt& model, Graph& graph, GradientSync& sync, TokenView split, const StepSettings& s,
+                                 int64_t iter, Batch& batch) {
   ParamStore& params = model.params();
   const MicroBatchRange mine = sync.micro_batches(s.accumulation_steps);
   for (int64_t micro = mine.begin; micro < mine.end; ++micro)
     sync.collect(micro, params, accumulate_micro_batch(model, graph, split, s, iter, micro, batch));
   const double loss_sum = sync.synchronize(params);
-  StepResult result{loss_sum / static_cast<double>(s.accumulation_steps), sync.clip(params, s.grad_clip)};
+  return {loss_sum / static_cast<double>(s.accumulation_steps), sync.clip(params, s.grad_clip)};
+}
+
+void apply_step(Gpt& model, Optimizer& optimizer, GradientSync& sync, const StepResult& result, double lr) {
+  ParamStore& params = model.params();
   // Loss and norm are the same in every process, so all skip a non-finite step together.
   if (result.finite()) {
     optimizer.step(lr);
     sync.share_parameters(params);
   }
   params.zero_grad();
+}
+
+StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync, TokenView split,
+                      const StepSettings& s, int64_t iter, double lr, Batch& batch) {
+  const StepResult result = compute_step_gradient(model, graph, sync, split, s, iter, batch);
+  apply_step(model, optimizer, sync, result, lr);
   return result;
 }
 

@@ -32,7 +32,14 @@ struct StepResult {
 double accumulate_micro_batch(Gpt& model, Graph& graph, TokenView split, const StepSettings& settings, int64_t iter,
                               int64_t micro, Batch& batch);
 
-// Computes the iteration's gradient, clips, and only if loss and norm are finite applies the
+// The iteration's gradient, synchronized across processes and clipped; weights and optimizer
+// state are untouched.
+StepResult compute_step_gradient(Gpt& model, Graph& graph, GradientSync& sync, TokenView split,
+                                 const StepSettings& settings, int64_t iter, Batch& batch);
+// The update: only if loss and norm are finite, the optimizer at `lr`; then zeroes the gradients.
+void apply_step(Gpt& model, Optimizer& optimizer, GradientSync& sync, const StepResult& result, double lr);
+
+// Both: computes the iteration's gradient, clips, and only if loss and norm are finite applies the
 // optimizer at `lr`.
 StepResult train_step(Gpt& model, Graph& graph, Optimizer& optimizer, GradientSync& sync, TokenView split,
                       const StepSettings& settings, int64_t iter, double lr, Batch& batch);

@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -95,6 +97,14 @@ class TrainingRun {
                                         peak_gflops * world_.size(), resume_);
       log_setup();
     }
+    completed_iter_ = state_.iter_num;
+    if (world_.is_root() && world_.distributed() && !optimizer_sharded() && stop_signal_)
+      stop_saver_ = std::thread([this] { save_when_stopped(); });
+  }
+
+  ~TrainingRun() {
+    finished_.store(true);
+    if (stop_saver_.joinable()) stop_saver_.join();
   }
 
   TrainResult run() {
@@ -110,7 +120,7 @@ class TrainingRun {
       if (stop_requested(iter)) break;
     }
     if (reporter_) reporter_->clear_progress();
-    if (result_.stop_signal == 0 && last_saved_iter_ != iter) {
+    if (result_.stop_signal == 0 && saved_iter() != iter) {
       save(iter, true);
       if (world_.is_root()) spdlog::info("saved final checkpoint to {}", model_path(config_.out_dir));
     }
@@ -202,7 +212,10 @@ class TrainingRun {
     result_.last_val_loss = val_loss;
     if (reporter_) reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), seconds_since(eval_start));
     if (val_loss < state_.best_val_loss || config_.always_save_checkpoint) {
-      state_.best_val_loss = std::min(state_.best_val_loss, val_loss);
+      {
+        const std::lock_guard lock(state_lock_);
+        state_.best_val_loss = std::min(state_.best_val_loss, val_loss);
+      }
       if (iter > 0) {
         save(iter, true);
         if (world_.is_root()) spdlog::info("saved checkpoint to {}", model_path(config_.out_dir));
@@ -213,8 +226,12 @@ class TrainingRun {
   void train_iteration(int64_t iter) {
     const auto iter_start = Clock::now();
     const double lr = schedule_.at(iter);
-    const StepResult step =
-        train_step(*model_, graph_, *optimizer_, *sync_, data_->train(), settings_, iter, lr, batch_);
+    const StepResult step = compute_step_gradient(*model_, graph_, *sync_, data_->train(), settings_, iter, batch_);
+    {
+      const std::lock_guard lock(state_lock_);  // one iteration's state, whole, for the stop saver
+      apply_step(*model_, *optimizer_, *sync_, step, lr);
+      completed_iter_ = iter + 1;
+    }
     if (!step.finite())
       fail_on_every_rank(world_,
                          "training diverged at iteration " + std::to_string(iter) + ": loss " +
@@ -253,8 +270,42 @@ class TrainingRun {
     return true;
   }
 
+  int64_t saved_iter() {
+    const std::lock_guard lock(state_lock_);
+    return last_saved_iter_;
+  }
+
+  bool optimizer_sharded() const { return config_.zero_stage == 1; }
+
+  // Under mpirun, Ctrl-C on mpirun reaches the processes as SIGCONT, then SIGTERM and SIGKILL a
+  // second apart each (Open MPI's odls_base_sigkill_timeout): too soon to finish a long iteration
+  // and agree on the stop. So rank 0, which holds the whole state unless it is sharded, saves the
+  // last completed iteration from this thread the moment a stop signal arrives, while the
+  // iteration goes on; updates happen under state_lock_, so the checkpoint is one iteration's
+  // state. If the processes live to the end of the iteration, the agreed stop saves again.
+  void save_when_stopped() {
+    while (!finished_.load() && stop_signal_->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    if (finished_.load()) return;
+    const std::lock_guard lock(state_lock_);
+    if (completed_iter_ == last_saved_iter_ || completed_iter_ == 0) return;  // nothing new to keep
+    TrainingState state = state_;
+    state.iter_num = completed_iter_;
+    state.eval_done = false;
+    state.train_config = to_json(config_);
+    const OptimizerState optimizer{optimizer_->name(), optimizer_->step_count(), optimizer_->state()};
+    try {
+      save_checkpoint(config_.out_dir, *model_, data_->vocab(), &state, &optimizer);
+      last_saved_iter_ = completed_iter_;
+      spdlog::warn("stop requested: saved the state after iteration {} to {}; finishing the current iteration",
+                   completed_iter_ - 1, model_path(config_.out_dir));
+    } catch (const UserError& e) {
+      spdlog::error("stop requested, but the checkpoint could not be saved: {}", e.what());
+    }
+  }
+
   // Every process takes part (the optimizer state may have to be gathered); rank 0 writes.
   void save(int64_t iter_num, bool eval_done) {
+    const std::lock_guard lock(state_lock_);
     last_saved_iter_ = iter_num;
     state_.iter_num = iter_num;
     state_.eval_done = eval_done;
@@ -294,6 +345,10 @@ class TrainingRun {
   Batch batch_;
   TrainResult result_;
   int64_t last_saved_iter_ = -1;
+  std::mutex state_lock_;       // guards weights, optimizer state and state_ against the stop saver
+  int64_t completed_iter_ = 0;  // iterations whose update is applied (the next one to run)
+  std::atomic<bool> finished_{false};
+  std::thread stop_saver_;
   double train_seconds_ = 0.0;
 };
 
