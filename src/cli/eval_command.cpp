@@ -87,7 +87,8 @@ int run_eval(const EvalOptions& options) {
 
 Command add_eval_command(CLI::App& app) {
   auto options = std::make_shared<EvalOptions>();
-  CLI::App* sub = app.add_subcommand("eval", "Evaluate a checkpoint's loss on a text file");
+  CLI::App* sub =
+      app.add_subcommand("eval", "Evaluate a checkpoint's loss on a text file, a folder or a prepared dataset");
   sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
   sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
   sub->add_option("--data", options->data_path,

@@ -49,7 +49,8 @@ int run_train(TrainOptions& options) {
 
 Command add_train_command(CLI::App& app) {
   auto options = std::make_shared<TrainOptions>();
-  CLI::App* sub = app.add_subcommand("train", "Train a character-level GPT on a text file");
+  CLI::App* sub = app.add_subcommand(
+      "train", "Train a character-level GPT on a text file, a folder of text files or a prepared dataset");
   sub->add_option("--config", options->config_path, "JSON config file (nanoGPT's key names)")->check(CLI::ExistingFile);
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
   add_config_flags(sub, options->config_flags);
