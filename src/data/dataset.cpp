@@ -194,6 +194,15 @@ ModelTokens tokens_in_vocab(const std::string& path, const Vocab& vocab, const s
   return tokens;
 }
 
+void Dataset::use_vocab(const Vocab& model_vocab, const std::string& what) {
+  if (model_vocab == manifest_.vocab) return;
+  remap_tokens(train_, manifest_.vocab, model_vocab, what + ": the train split", remapped_train_);
+  remap_tokens(val_, manifest_.vocab, model_vocab, what + ": the val split", remapped_val_);
+  train_ = TokenView(remapped_train_);
+  val_ = TokenView(remapped_val_);
+  manifest_.vocab = model_vocab;
+}
+
 void Dataset::check_fits(int64_t block_size, bool needs_val) const {
   auto check = [&](TokenView split, const char* name) {
     if (split.size() >= block_size + 1) return;

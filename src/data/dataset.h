@@ -42,6 +42,12 @@ class Dataset {
   const DatasetManifest& manifest() const { return manifest_; }
   const std::string& folder() const { return folder_; }
 
+  // Reads the ids in `model_vocab`'s ids (a model trained on other text: fine-tuning, or resuming
+  // it): the splits are remapped into memory (4 bytes per token) unless the vocabularies are the
+  // same. UserError "<what>: character X at position N of the train split is not in the model's
+  // vocabulary" for a character the model lacks.
+  void use_vocab(const Vocab& model_vocab, const std::string& what);
+
   // UserError when a split (val only when it is used) is shorter than block_size + 1.
   void check_fits(int64_t block_size, bool needs_val) const;
 
@@ -52,6 +58,7 @@ class Dataset {
   std::string folder_;
   DatasetManifest manifest_;
   MappedFile train_file_, val_file_;
+  std::vector<int32_t> remapped_train_, remapped_val_;
   TokenView train_, val_;
 };
 

@@ -68,8 +68,9 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
       for (const NamedBuffer& buffer : optimizer_state->buffers)
         optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
     }
-    nlohmann::json loop = {
-        {"iter_num", state->iter_num}, {"eval_done", state->eval_done}, {"best_val_loss", state->best_val_loss}};
+    nlohmann::json loop = {{"iter_num", state->iter_num},           {"eval_done", state->eval_done},
+                           {"best_val_loss", state->best_val_loss}, {"evals_since_best", state->evals_since_best},
+                           {"planned_iters", state->planned_iters}, {"elapsed_seconds", state->elapsed_seconds}};
     optimizer.set_metadata("training", loop.dump());
     optimizer.set_metadata("optimizer", optimizer_state->name);
     optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state->step));
@@ -142,6 +143,9 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
     state.iter_num = loop.at("iter_num").get<int64_t>();
     state.eval_done = loop.at("eval_done").get<bool>();
     state.best_val_loss = loop.at("best_val_loss").get<double>();
+    state.evals_since_best = loop.value("evals_since_best", int64_t{0});  // absent before patience existed
+    state.planned_iters = loop.value("planned_iters", int64_t{0});
+    state.elapsed_seconds = loop.value("elapsed_seconds", 0.0);
     optimizer_state.step =
         named ? parse_count(optimizer.metadata("optimizer_step"), state_path) : loop.at("adam_step").get<int64_t>();
   } catch (const nlohmann::json::exception&) {

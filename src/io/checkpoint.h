@@ -29,7 +29,10 @@ struct TrainingState {
   int64_t iter_num = 0;    // the next iteration to run
   bool eval_done = false;  // whether iter_num's evaluation already ran (and was logged)
   double best_val_loss = 1e9;
-  nlohmann::json train_config;  // the effective training config, for reference
+  int64_t evals_since_best = 0;  // evaluations in a row without a new best val loss (patience)
+  int64_t planned_iters = 0;     // max_time: the run's length in iterations, fixed once measured (0: none)
+  double elapsed_seconds = 0;    // max_time: time the run had spent when this state was saved
+  nlohmann::json train_config;   // the effective training config, for reference
 };
 
 // An optimizer as a checkpoint sees it: a name, a step count and named buffers in the parameter

@@ -26,11 +26,13 @@ void RunReporter::write_metrics(const std::string& json_line) {
   metrics_.flush();
 }
 
-void RunReporter::evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds) {
+void RunReporter::evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds,
+                             double elapsed_seconds) {
   progress_.clear();
   spdlog::info("step {}: train loss {:.4f}, val loss {:.4f} ({:.1f} s)", iter, train_loss, val_loss, seconds);
   const nlohmann::ordered_json record = {
-      {"type", "eval"}, {"iter", iter}, {"train_loss", train_loss}, {"val_loss", val_loss}, {"lr", lr}};
+      {"type", "eval"}, {"iter", iter},      {"train_loss", train_loss},    {"val_loss", val_loss},
+      {"lr", lr},       {"eval_s", seconds}, {"elapsed_s", elapsed_seconds}};
   write_metrics(record.dump());
 }
 
@@ -40,17 +42,19 @@ void RunReporter::iteration(const IterationReport& r) {
   ema_ms_ = iterations_seen_ == 1 ? dt * 1e3 : 0.9 * ema_ms_ + 0.1 * dt * 1e3;
   const int64_t done = r.iter + 1;
   const double eta = ema_ms_ * 1e-3 * static_cast<double>(max_iters_ - done);
+  const std::string left = budget_seconds_ > 0
+                               ? "budget left " + format_duration(std::max(0.0, budget_seconds_ - r.elapsed_seconds))
+                               : "ETA " + format_duration(eta);
   if (r.iter % log_interval_ != 0) {
-    progress_.show(fmt::format("iter {}/{}  loss {:.4f}  {:.1f} ms/iter  ETA {}", done, max_iters_, r.loss, ema_ms_,
-                               format_duration(eta)));
+    progress_.show(fmt::format("iter {}/{}  loss {:.4f}  {:.1f} ms/iter  {}", done, max_iters_, r.loss, ema_ms_, left));
     return;
   }
   progress_.clear();
   const double mfu = peak_gflops_ > 0 ? gflop_per_iter_ / dt / peak_gflops_ : 0.0;
   const std::string exchange =
       r.exchange_seconds > 0 ? fmt::format(" (exchange {:.1f} ms)", r.exchange_seconds * 1e3) : std::string();
-  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter{}, {:.0f} tokens/s, MFU {:.1f}%, ETA {}", r.iter,
-               r.loss, r.lr, dt * 1e3, exchange, tokens_per_iter_ / dt, 100 * mfu, format_duration(eta));
+  spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter{}, {:.0f} tokens/s, MFU {:.1f}%, {}", r.iter, r.loss,
+               r.lr, dt * 1e3, exchange, tokens_per_iter_ / dt, 100 * mfu, left);
   nlohmann::ordered_json record = {{"type", "train"},
                                    {"iter", r.iter},
                                    {"loss", r.loss},
@@ -58,7 +62,8 @@ void RunReporter::iteration(const IterationReport& r) {
                                    {"grad_norm", r.grad_norm},
                                    {"ms_per_iter", dt * 1e3},
                                    {"tokens_per_s", tokens_per_iter_ / dt},
-                                   {"mfu", mfu}};
+                                   {"mfu", mfu},
+                                   {"elapsed_s", r.elapsed_seconds}};
   if (r.exchange_seconds > 0) record["exchange_ms"] = r.exchange_seconds * 1e3;
   write_metrics(record.dump());
 }

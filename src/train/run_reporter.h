@@ -16,6 +16,7 @@ struct IterationReport {
   int64_t iter;
   double loss, grad_norm, lr, seconds;
   double exchange_seconds = 0;  // of the gradient exchange between processes (0 in one process)
+  double elapsed_seconds = 0;   // since the run began (over all its resumed parts)
 };
 
 class RunReporter {
@@ -25,10 +26,13 @@ class RunReporter {
   RunReporter(const TrainConfig& config, double tokens_per_iter, double gflop_per_iter, double peak_gflops,
               bool append);
 
-  void evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds);
+  void evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds, double elapsed_seconds);
   // A log line every log_interval iterations, the progress line otherwise.
   void iteration(const IterationReport& report);
   void clear_progress() { progress_.clear(); }
+  // max_time: the run's length once fixed, and the budget whose remainder replaces the ETA.
+  void set_max_iters(int64_t max_iters) { max_iters_ = max_iters; }
+  void set_budget(double seconds) { budget_seconds_ = seconds; }
 
  private:
   void write_metrics(const std::string& json_line);
@@ -39,6 +43,7 @@ class RunReporter {
   std::ofstream metrics_;
   ProgressLine progress_;
   int64_t iterations_seen_ = 0;
+  double budget_seconds_ = 0;
   double ema_ms_ = 0.0;
 };
 

@@ -1,8 +1,45 @@
 #include "train/train_config.h"
 
+#include <cmath>
 #include <nlohmann/json.hpp>
+#include <string>
 
 namespace gpt {
+
+std::optional<double> parse_duration(const std::string& text) {
+  if (text.empty()) return 0.0;
+  double total = 0;
+  std::size_t i = 0;
+  bool any = false;
+  while (i < text.size()) {
+    std::size_t used = 0;
+    double value;
+    try {
+      value = std::stod(text.substr(i), &used);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (!std::isfinite(value) || value < 0 || text[i] == '+' || text[i] == '-') return std::nullopt;
+    i += used;
+    double unit = 1;  // a bare number is seconds
+    if (i < text.size()) {
+      const char c = text[i++];
+      if (c == 'h')
+        unit = 3600;
+      else if (c == 'm')
+        unit = 60;
+      else if (c == 's')
+        unit = 1;
+      else
+        return std::nullopt;
+    } else if (any) {
+      return std::nullopt;  // "1h30": a number after a unit needs its own unit
+    }
+    total += value * unit;
+    any = true;
+  }
+  return total;
+}
 
 CorpusSpec TrainConfig::corpus() const {
   return {data_path, val_data_path, parse_vocab_kind(vocab, "vocab"), val_fraction, skip_invalid_files};
@@ -49,7 +86,13 @@ const std::vector<ConfigKey>& config_keys() {
       {"log_interval", &C::log_interval, "log every this many iterations"},
       {"always_save_checkpoint", &C::always_save_checkpoint,
        "save after every evaluation, not only when val loss improves"},
-      {"init_from", &C::init_from, "\"scratch\" or \"resume\" (continue the run in out_dir)"},
+      {"init_from", &C::init_from,
+       "\"scratch\", \"resume\" (continue the run in out_dir), or a checkpoint to fine-tune (a model.safetensors "
+       "file or a run's out_dir: its weights, a new optimizer and schedule)"},
+      {"max_time", &C::max_time,
+       "time budget, e.g. \"10m\", \"1h30m\", \"90s\" or \"600\" (seconds): the run's length in iterations is fixed "
+       "from the measured step time so that it ends, evaluated and saved, within the budget (\"\" = off)"},
+      {"patience", &C::patience, "stop after this many evaluations in a row without a new best val loss (0 = off)"},
       {"optimizer", &C::optimizer,
        "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
       {"learning_rate", &C::learning_rate, "peak learning rate"},
@@ -98,8 +141,12 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
                           std::to_string(c.n_head) + ")"};
   if (!(c.dropout >= 0 && c.dropout < 1)) return {"dropout", "must be in [0, 1)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
-  if (c.init_from != "scratch" && c.init_from != "resume")
-    return {"init_from", "must be \"scratch\" or \"resume\", got \"" + c.init_from + "\""};
+  if (c.init_from.empty())
+    return {"init_from", "must be \"scratch\", \"resume\" or the path of a checkpoint to fine-tune"};
+  if (!parse_duration(c.max_time))
+    return {"max_time",
+            "expected a duration such as \"10m\", \"1h30m\", \"90s\" or \"600\" (seconds), got \"" + c.max_time + "\""};
+  if (c.patience < 0) return {"patience", "must be >= 0 (0 = off)"};
   if (c.optimizer != "adamw" && c.optimizer != "lion")
     return {"optimizer", "must be \"adamw\" or \"lion\", got \"" + c.optimizer + "\""};
   if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};

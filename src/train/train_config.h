@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -38,6 +39,8 @@ struct TrainConfig {
   int64_t log_interval = 10;
   bool always_save_checkpoint = false;
   std::string init_from = "scratch";
+  std::string max_time;  // "" = no time budget
+  int64_t patience = 0;
   // optimizer
   std::string optimizer = "adamw";
   double learning_rate = 1e-3;
@@ -61,6 +64,9 @@ struct TrainConfig {
   GptConfig model_config(int64_t vocab_size) const;
   CorpusSpec corpus() const;
 };
+
+// Seconds in a duration: "600" (seconds), "90s", "10m", "1h30m", "1.5h"; "" is 0. nullopt when invalid.
+std::optional<double> parse_duration(const std::string& text);
 
 using ConfigMember =
     std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*, std::string TrainConfig::*>;

@@ -3,6 +3,7 @@
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -14,6 +15,7 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/copy_values.h"
 #include "data/dataset.h"
 #include "dist/world.h"
 #include "io/checkpoint.h"
@@ -25,6 +27,7 @@
 #include "train/lr_schedule.h"
 #include "train/optimizer.h"
 #include "train/run_reporter.h"
+#include "train/time_budget.h"
 #include "train/train_step.h"
 
 namespace gpt {
@@ -46,6 +49,16 @@ void check_resume_matches(const GptConfig& saved, const TrainConfig& config, con
       throw UserError("cannot resume: " + path + " has " + key + " " + std::to_string(values.first) +
                       " but the config says " + std::to_string(values.second));
   if (saved.bias != config.bias) throw UserError("cannot resume: " + path + " and the config disagree on \"bias\"");
+}
+
+// The root's text on every process.
+std::string broadcast_text(const World& world, std::string text) {
+  if (!world.distributed()) return text;
+  int64_t size = static_cast<int64_t>(text.size());
+  world.broadcast(&size, sizeof size);
+  text.resize(static_cast<std::size_t>(size));
+  if (size > 0) world.broadcast(text.data(), text.size());
+  return text;
 }
 
 [[noreturn]] void fail_on_every_rank(const World& world, const std::string& message, int exit_code) {
@@ -72,17 +85,25 @@ class TrainingRun {
         stop_signal_(stop_signal),
         world_(World::instance()),
         start_(Clock::now()),
-        resume_(config.init_from == "resume") {
+        resume_(config.init_from == "resume"),
+        fine_tune_(config.init_from != "resume" && config.init_from != "scratch") {
     // Rank 0 prepares text first; the others then find it prepared (on a shared file system) or
     // prepare their host's copy.
+    // Rank 0 also reads the model a resumed or fine-tuned run goes on from (its vocabulary and
+    // architecture go to every process; its weights follow once the model is built).
+    std::string continued;
     run_agreeing(world_, [&] {
-      if (world_.is_root()) open_data();
+      if (!world_.is_root()) return;
+      open_data();
+      continued = read_continued_model();
     });
+    continued = broadcast_text(world_, continued);
     run_agreeing(world_, [&] {
       if (!world_.is_root()) open_data();
-      set_up_locally();
+      set_up_locally(continued);
     });
     if (resume_) share_resumed_state(world_, model_->params(), state_, *optimizer_, resumed_, resumed_step_);
+    if (fine_tune_) world_.broadcast(model_->params().data(), model_->params().padded_floats() * sizeof(float));
     settings_ = {config_.batch_size, config_.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
                  static_cast<uint64_t>(config_.seed)};
     tokens_per_iter_ =
@@ -96,6 +117,12 @@ class TrainingRun {
           std::make_unique<RunReporter>(config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9,
                                         peak_gflops * world_.size(), resume_);
       log_setup();
+    }
+    elapsed_before_ = state_.elapsed_seconds;
+    if (budget_seconds_ > 0) {
+      if (reporter_) reporter_->set_budget(budget_seconds_);
+      hold_until_planned();
+      if (state_.planned_iters > 0) set_schedule_length(state_.planned_iters);  // resumed: as measured at first
     }
     completed_iter_ = state_.iter_num;
     if (world_.is_root() && world_.distributed() && !optimizer_sharded() && stop_signal_)
@@ -114,13 +141,14 @@ class TrainingRun {
     for (;;) {
       const bool eval_already_logged = resume_ && iter == first_iter && state_.eval_done;
       if (is_eval_iteration(iter) && !eval_already_logged) evaluate_and_checkpoint(iter);
-      if (iter >= config_.max_iters) break;
+      if (iter >= config_.max_iters || out_of_patience_) break;
       train_iteration(iter);
       ++iter;
       if (stop_requested(iter)) break;
+      if (budget_seconds_ > 0) keep_to_budget(iter);
     }
     if (reporter_) reporter_->clear_progress();
-    if (result_.stop_signal == 0 && saved_iter() != iter) {
+    if (result_.stop_signal == 0 && !out_of_patience_ && saved_iter() != iter) {
       save(iter, true);
       if (world_.is_root()) spdlog::info("saved final checkpoint to {}", model_path(config_.out_dir));
     }
@@ -129,7 +157,48 @@ class TrainingRun {
 
  private:
   // What each process does on its own; run_agreeing makes a failure anywhere a failure everywhere.
-  void set_up_locally() {
+  // Rank 0: {"vocab", "model"} of the checkpoint the run continues (resume) or starts from
+  // (fine-tuning, which keeps it in base_ for its weights); "" for a run from scratch.
+  std::string read_continued_model() {
+    if (!resume_ && !fine_tune_) return "";
+    std::error_code ec;
+    if (fine_tune_ && !std::filesystem::exists(config_.init_from, ec))
+      throw UserError("\"init_from\": \"" + config_.init_from +
+                      "\" is neither \"scratch\", \"resume\" nor an existing checkpoint to fine-tune (a "
+                      "model.safetensors file or a run's out_dir)");
+    base_ = std::make_unique<LoadedModel>(load_model(resume_ ? config_.out_dir : config_.init_from));
+    return nlohmann::json{{"vocab", base_->vocab.to_json()}, {"model", base_->model->config().to_json()}}.dump();
+  }
+
+  // Fine-tuning: the checkpoint's architecture (the config's is overridden, with a note) and
+  // vocabulary; the corpus must be written in that vocabulary.
+  void adopt_continued_model(const std::string& continued) {
+    const nlohmann::json j = nlohmann::json::parse(continued);
+    const Vocab vocab = Vocab::from_json(j["vocab"].get<std::string>(), config_.init_from);
+    if (fine_tune_) {
+      const nlohmann::json& m = j["model"];
+      const int64_t before[] = {config_.n_layer, config_.n_head, config_.n_embd, config_.block_size};
+      config_.n_layer = m["n_layer"].get<int64_t>();
+      config_.n_head = m["n_head"].get<int64_t>();
+      config_.n_embd = m["n_embd"].get<int64_t>();
+      config_.block_size = m["block_size"].get<int64_t>();
+      config_.bias = m["bias"].get<bool>();
+      const int64_t after[] = {config_.n_layer, config_.n_head, config_.n_embd, config_.block_size};
+      if (world_.is_root() && !std::equal(std::begin(before), std::end(before), std::begin(after)))
+        spdlog::info(
+            "fine-tuning {}: its architecture ({} layers, {} heads, n_embd {}, block_size {}) replaces the "
+            "config's",
+            config_.init_from, config_.n_layer, config_.n_head, config_.n_embd, config_.block_size);
+      data_->use_vocab(vocab, "cannot fine-tune " + config_.init_from + " on " + config_.data_path);
+    } else {
+      data_->use_vocab(vocab, "cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
+                                  model_path(config_.out_dir));
+    }
+  }
+
+  void set_up_locally(const std::string& continued) {
+    if (!continued.empty()) adopt_continued_model(continued);
+    data_->check_fits(config_.block_size, true);
     if (config_.threads > 0) omp_set_num_threads(static_cast<int>(config_.threads));
     if (config_.gradient_accumulation_steps % world_.size() != 0)
       throw UserError("gradient_accumulation_steps (" + std::to_string(config_.gradient_accumulation_steps) +
@@ -137,7 +206,10 @@ class TrainingRun {
                       "): it counts the micro-batches of an iteration over all of them");
     if (world_.is_root()) create_out_dir();
     model_ = std::make_unique<Gpt>(config_.model_config(data_->vocab().size()));
-    if (!resume_) model_->init_weights(static_cast<uint64_t>(config_.seed));
+    if (!resume_ && !fine_tune_) model_->init_weights(static_cast<uint64_t>(config_.seed));
+    if (fine_tune_ && world_.is_root())
+      copy_values(model_->params().data(), base_->model->params().data(),
+                  static_cast<int64_t>(model_->params().padded_floats()));
     model_->set_dropout(static_cast<float>(config_.dropout));  // a training setting: a resumed run uses the config's
     if (world_.distributed())
       sync_ = std::make_unique<DataParallelSync>(world_, model_->params(), config_.zero_stage == 1);
@@ -146,11 +218,11 @@ class TrainingRun {
     optimizer_ = make_optimizer(config_, model_->params(), sync_->optimizer_shard(model_->params()));
     resumed_ = whole_state_buffers(*optimizer_, resume_ ? model_->params().padded_floats() : 0);
     if (resume_ && world_.is_root()) load_checkpoint();
+    base_.reset();
   }
 
   void open_data() {
     data_ = std::make_unique<Dataset>(Dataset::open(config_.corpus(), config_.cache_dir, stop_signal_));
-    data_->check_fits(config_.block_size, true);
   }
 
   void create_out_dir() const {
@@ -161,11 +233,8 @@ class TrainingRun {
 
   // Rank 0: the checkpoint's weights into the model, its optimizer state into resumed_.
   void load_checkpoint() {
-    LoadedModel loaded = load_model(config_.out_dir);
+    LoadedModel& loaded = *base_;
     check_resume_matches(loaded.model->config(), config_, loaded.path);
-    if (loaded.vocab != data_->vocab())
-      throw UserError("cannot resume: the vocabulary of " + config_.data_path + " differs from the one in " +
-                      loaded.path);
     ParamStore& params = model_->params();
     std::memcpy(params.data(), loaded.model->params().data(), params.padded_floats() * sizeof(float));
     OptimizerState restored{optimizer_->name(), 0, {}};
@@ -210,7 +279,9 @@ class TrainingRun {
     const double train_loss = estimate_loss(*model_, graph_, data_->train(), Split::train, batches, batch_, world_);
     const double val_loss = estimate_loss(*model_, graph_, data_->val(), Split::val, batches, batch_, world_);
     result_.last_val_loss = val_loss;
-    if (reporter_) reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), seconds_since(eval_start));
+    costs_.evaluation = seconds_since(eval_start);
+    if (reporter_) reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), costs_.evaluation, elapsed());
+    count_patience(iter, val_loss);
     if (val_loss < state_.best_val_loss || config_.always_save_checkpoint) {
       {
         const std::lock_guard lock(state_lock_);
@@ -242,8 +313,9 @@ class TrainingRun {
     if (config_.check_replicas) check_replicas(iter);
     const double dt = seconds_since(iter_start);
     train_seconds_ += dt;
+    iteration_seconds_.push_back(dt);
     ++result_.iterations;
-    if (reporter_) reporter_->iteration({iter, step.loss, step.grad_norm, lr, dt, exchange_seconds()});
+    if (reporter_) reporter_->iteration({iter, step.loss, step.grad_norm, lr, dt, exchange_seconds(), elapsed()});
   }
 
   double exchange_seconds() const {
@@ -270,6 +342,81 @@ class TrainingRun {
     return true;
   }
 
+  double elapsed() const { return elapsed_before_ + seconds_since(start_); }
+
+  // patience: evaluations in a row without a new best val loss; the best checkpoint is kept.
+  void count_patience(int64_t iter, double val_loss) {
+    {
+      const std::lock_guard lock(state_lock_);
+      state_.evals_since_best = val_loss < state_.best_val_loss ? 0 : state_.evals_since_best + 1;
+    }
+    if (config_.patience == 0 || iter == 0 || state_.evals_since_best < config_.patience) return;
+    out_of_patience_ = true;
+    if (world_.is_root())
+      spdlog::info(
+          "no new best val loss in {} evaluations: stopping early at iteration {}; the best checkpoint ({:.4f}) "
+          "is kept",
+          state_.evals_since_best, iter, state_.best_val_loss);
+  }
+
+  // max_time. Once the first iterations are measured, the schedule's length is fixed from the
+  // step time so that the decay ends with the budget (evaluations and checkpoints included); then
+  // the run goes on, at min_lr once the decay is done, until the time left only covers the final
+  // evaluation and checkpoint. The step time varies on a shared machine, so the schedule ends a
+  // little early or late, but the run ends within its budget. All processes agree on both.
+  void keep_to_budget(int64_t iter) {
+    const bool measured = static_cast<int64_t>(iteration_seconds_.size()) >= kPlanAfterIterations &&
+                          train_seconds_ >= kPlanAfterBudgetShare * budget_seconds_;
+    if (state_.planned_iters == 0 && measured) {
+      // The first iteration warms caches and allocators: the median of the others.
+      std::vector<double> times(iteration_seconds_.begin() + 1, iteration_seconds_.end());
+      std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+      costs_.iteration = times[times.size() / 2];
+      if (costs_.save == 0) costs_.save = estimated_save_seconds();
+      const int64_t planned = world_.min(plan_iterations(budget_seconds_ * kBudgetUse, elapsed(), iter,
+                                                         kMaxPlannedIterations, config_.eval_interval, costs_));
+      set_schedule_length(std::max<int64_t>(planned, iter + 1));
+      if (world_.is_root())
+        spdlog::info(
+            "max_time {}: {:.1f} ms per iteration, {:.1f} s per evaluation and {:.1f} s per checkpoint "
+            "measured: the learning rate decays until iteration {}",
+            format_duration(budget_seconds_), costs_.iteration * 1e3, costs_.evaluation, costs_.save,
+            config_.lr_decay_iters);
+      return;
+    }
+    const double needed = costs_.evaluation + (costs_.save > 0 ? costs_.save : estimated_save_seconds());
+    const bool out_of_time = world_.max(elapsed() + needed >= budget_seconds_ * kBudgetUse ? 1 : 0) != 0;
+    if (!out_of_time) return;
+    if (world_.is_root())
+      spdlog::info(
+          "max_time: ending at iteration {} (decay planned until {}); to repeat this run without a budget: "
+          "--max_iters {} --lr_decay_iters {}",
+          iter, config_.lr_decay_iters, iter, config_.lr_decay_iters);
+    config_.max_iters = iter;  // the loop evaluates and saves here, then ends
+  }
+
+  // The run has no set end (the budget ends it), and until the first iterations are measured the
+  // learning rate stays at its peak after the warmup (a cosine over an endless run).
+  void hold_until_planned() {
+    config_.max_iters = kMaxPlannedIterations;
+    config_.lr_decay_iters = kMaxPlannedIterations;
+    schedule_ = lr_schedule(config_);
+  }
+
+  void set_schedule_length(int64_t iterations) {
+    state_.planned_iters = iterations;
+    if (config_.decay_lr) config_.lr_decay_iters = std::max(iterations, config_.warmup_iters + 1);
+    schedule_ = lr_schedule(config_);
+    if (reporter_) reporter_->set_max_iters(iterations);
+  }
+
+  // Before the first checkpoint: the weights and optimizer state at 100 MB/s.
+  double estimated_save_seconds() const {
+    const double bytes = static_cast<double>(model_->params().padded_floats()) * sizeof(float) *
+                         (1.0 + static_cast<double>(optimizer_->state().size()));
+    return 0.05 + bytes / 100e6;
+  }
+
   int64_t saved_iter() {
     const std::lock_guard lock(state_lock_);
     return last_saved_iter_;
@@ -292,6 +439,7 @@ class TrainingRun {
     state.iter_num = completed_iter_;
     state.eval_done = false;
     state.train_config = to_json(config_);
+    state.elapsed_seconds = elapsed();
     const OptimizerState optimizer{optimizer_->name(), optimizer_->step_count(), optimizer_->state()};
     try {
       save_checkpoint(config_.out_dir, *model_, data_->vocab(), &state, &optimizer);
@@ -310,25 +458,31 @@ class TrainingRun {
     state_.iter_num = iter_num;
     state_.eval_done = eval_done;
     state_.train_config = to_json(config_);
+    state_.elapsed_seconds = elapsed();
+    const auto save_start = Clock::now();
     if (gathered_.empty()) gathered_ = whole_state_buffers(*optimizer_, model_->params().padded_floats());
     const OptimizerState optimizer = gather_optimizer_state(world_, *optimizer_, gathered_);
     if (world_.is_root()) save_checkpoint(config_.out_dir, *model_, data_->vocab(), &state_, &optimizer);
+    costs_.save = seconds_since(save_start);
   }
 
   TrainResult finish(int64_t iter) {
     result_.final_iter = iter;
     result_.best_val_loss = state_.best_val_loss;
+    result_.planned_iters = state_.planned_iters;
+    result_.stopped_early = out_of_patience_;
     result_.wall_seconds = seconds_since(start_);
     result_.tokens_per_second =
         train_seconds_ > 0 ? tokens_per_iter_ * static_cast<double>(result_.iterations) / train_seconds_ : 0;
     return result_;
   }
 
-  const TrainConfig& config_;
+  TrainConfig config_;  // a copy: max_time fixes max_iters and lr_decay_iters once measured
   const std::atomic<int>* stop_signal_;
   const World& world_;
   Clock::time_point start_;
-  const bool resume_;
+  const bool resume_, fine_tune_;
+  std::unique_ptr<LoadedModel> base_;  // rank 0, during setup: the checkpoint the run continues
   std::unique_ptr<Dataset> data_;
   std::unique_ptr<Gpt> model_;
   std::unique_ptr<GradientSync> sync_;
@@ -345,6 +499,17 @@ class TrainingRun {
   Batch batch_;
   TrainResult result_;
   int64_t last_saved_iter_ = -1;
+  // max_time
+  // Measured over at least 10 iterations and 3% of the budget: long enough for a steady step time.
+  static constexpr int64_t kPlanAfterIterations = 10;
+  static constexpr double kPlanAfterBudgetShare = 0.03;
+  static constexpr int64_t kMaxPlannedIterations = int64_t{1} << 40;
+  static constexpr double kBudgetUse = 0.99;  // a margin for the variation of the step time
+  double budget_seconds_ = parse_duration(config_.max_time).value_or(0.0);
+  double elapsed_before_ = 0;  // of the run's earlier parts, when resumed
+  RunCosts costs_{0, 0, 0};
+  std::vector<double> iteration_seconds_;
+  bool out_of_patience_ = false;
   std::mutex state_lock_;       // guards weights, optimizer state and state_ against the stop saver
   int64_t completed_iter_ = 0;  // iterations whose update is applied (the next one to run)
   std::atomic<bool> finished_{false};

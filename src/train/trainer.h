@@ -18,7 +18,9 @@ struct TrainResult {
   double last_val_loss = 0;  // from the last evaluation (NaN when none ran)
   double wall_seconds = 0;
   double tokens_per_second = 0;
-  int stop_signal = 0;  // the signal that stopped the run early, 0 when it completed
+  int stop_signal = 0;         // the signal that stopped the run early, 0 when it completed
+  int64_t planned_iters = 0;   // max_time: the length the run fixed (0: none)
+  bool stopped_early = false;  // patience ran out
 };
 
 // `stop_signal`: set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the

@@ -1,0 +1,178 @@
+// Training to a budget: durations, the plan that fixes a run's length from its measured costs, a
+// max_time run that ends within its budget evaluated and saved (and keeps its length when
+// resumed), and early stopping by patience.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cmath>
+#include <thread>
+
+#include "io/checkpoint.h"
+#include "train/time_budget.h"
+#include "train/trainer.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+using namespace gpt::testing;
+
+TEST(Duration, ParsesSecondsAndUnits) {
+  EXPECT_EQ(parse_duration(""), 0.0);
+  EXPECT_EQ(parse_duration("600"), 600.0);
+  EXPECT_EQ(parse_duration("90s"), 90.0);
+  EXPECT_EQ(parse_duration("10m"), 600.0);
+  EXPECT_EQ(parse_duration("1h30m"), 5400.0);
+  EXPECT_EQ(parse_duration("1.5h"), 5400.0);
+  EXPECT_EQ(parse_duration("2m30s"), 150.0);
+  for (const char* bad : {"ten", "10x", "-5", "1h30", "inf", "m", "5 m"}) EXPECT_FALSE(parse_duration(bad)) << bad;
+}
+
+TEST(TimeBudget, PlansTheMostIterationsWhoseIterationsEvaluationsAndCheckpointsFit) {
+  const RunCosts costs{0.1, 1.0, 0.5};  // 0.1 s per iteration; evaluation + checkpoint 1.5 s
+  // From 0 with 100 s and evaluations every 100: n iterations cost 0.1 n + 1.5 (n / 100 + 1 if n % 100).
+  // n = 880: 88 + 1.5 * 9 = 101.5 > 100; n = 865: 86.5 + 1.5 * 9 = 100 fits exactly.
+  EXPECT_EQ(plan_iterations(100, 0, 0, 1 << 30, 100, costs), 865);
+  // With 50 s spent: 425 costs 42.5 + 1.5 * 5 = 50 exactly; 426 does not fit.
+  EXPECT_EQ(plan_iterations(100, 50, 0, 1 << 30, 100, costs), 425);
+  EXPECT_EQ(plan_iterations(100, 0, 0, 300, 100, costs), 300);       // capped
+  EXPECT_EQ(plan_iterations(1, 0, 10, 1 << 30, 100, costs), 10);     // nothing fits: stop where it is
+}
+
+class Budget : public CorpusTest {};
+
+// The run fixes its schedule's length after measuring its first iterations, and its final
+// evaluation and checkpoint are done inside the budget.
+TEST_F(Budget, AMaxTimeRunEndsWithinItsBudgetEvaluatedAndSaved) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_time = "4s";
+  c.eval_interval = 1000;
+  const TrainResult r = run_training(c, nullptr);
+  EXPECT_LE(r.wall_seconds, 4.0 + 5.0);  // the target: within 2% or 5 s
+  EXPECT_GE(r.wall_seconds, 0.8 * 4.0) << "the budget was not used";
+  EXPECT_GT(r.planned_iters, 20);
+  const LoggedRun run = read_metrics(c.out_dir);
+  ASSERT_FALSE(run.val.empty());
+  EXPECT_EQ(run.val.back().first, r.final_iter);  // the final evaluation
+  EXPECT_EQ(load_model(c.out_dir).model->config().n_layer, c.n_layer);
+  std::ifstream metrics(c.out_dir + "/metrics.jsonl");
+  double last_lr = 0;
+  for (std::string line; std::getline(metrics, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j["type"] == "train") last_lr = j["lr"].get<double>();
+  }
+  if (r.final_iter >= r.planned_iters) {  // not cut short by a slower machine: the decay is complete
+    EXPECT_LT(last_lr, c.min_lr + 0.01 * (c.learning_rate - c.min_lr));
+  }
+}
+
+TEST_F(Budget, AResumedMaxTimeRunKeepsTheLengthItFixed) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_time = "6s";
+  c.eval_interval = 100;
+  std::atomic<int> stop{0};
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    stop.store(15);
+  });
+  const TrainResult first = run_training(c, &stop);
+  stopper.join();
+  ASSERT_EQ(first.stop_signal, 15);
+  ASSERT_GT(first.planned_iters, first.final_iter);
+  c.init_from = "resume";
+  const TrainResult resumed = run_training(c, nullptr);
+  EXPECT_EQ(resumed.planned_iters, first.planned_iters);
+}
+
+// No learning (a negligible learning rate): the evaluations only vary with their batches, so a
+// new best soon fails to come; the run stops there and keeps the best checkpoint.
+TEST_F(Budget, PatienceStopsEarlyAndKeepsTheBestCheckpoint) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.learning_rate = 1e-9;
+  c.min_lr = 1e-10;
+  c.max_iters = 200;
+  c.lr_decay_iters = 200;
+  c.eval_interval = 5;
+  c.patience = 2;
+  const TrainResult r = run_training(c, nullptr);
+  EXPECT_TRUE(r.stopped_early);
+  EXPECT_LT(r.final_iter, 200);
+  const LoggedRun run = read_metrics(c.out_dir);
+  ASSERT_GE(run.val.size(), 3u);
+  // The last two evaluations are no better than the best before them.
+  const std::size_t n = run.val.size();
+  double best_before = run.val[0].second;
+  for (std::size_t i = 1; i + 2 < n; ++i) best_before = std::min(best_before, run.val[i].second);
+  EXPECT_GE(run.val[n - 1].second, best_before);
+  EXPECT_GE(run.val[n - 2].second, best_before);
+  EXPECT_EQ(r.best_val_loss, best_before);
+
+  TrainConfig patient = c;
+  patient.out_dir = dir.file("patient");
+  patient.patience = 0;
+  EXPECT_EQ(run_training(patient, nullptr).final_iter, 200);
+}
+
+}  // namespace
+}  // namespace gpt
+
+namespace gpt {
+namespace {
+
+using namespace gpt::testing;
+
+class FineTune : public CorpusTest {};
+
+// A model trained on one text, fine-tuned on another written with some of its characters: it
+// starts from the checkpoint (far below a new model's loss) and the loss on the new text falls;
+// the fine-tuned run resumes; a character the model lacks is named.
+TEST_F(FineTune, StartsFromTheCheckpointAndLowersTheLossOnTheNewText) {
+  TrainConfig base = tiny_config(dir, corpus);
+  base.dropout = 0;
+  base.max_iters = 150;
+  base.lr_decay_iters = 150;
+  base.eval_interval = 50;
+  run_training(base, nullptr);
+
+  std::string text;
+  for (int i = 0; i < 600; ++i) text += i % 3 == 0 ? "the queen and the king\n" : "my lord the king\n";
+  TrainConfig tune = base;
+  tune.data_path = dir.write("new.txt", text);
+  tune.init_from = base.out_dir;
+  tune.out_dir = dir.file("tuned");
+  tune.max_iters = 40;
+  tune.lr_decay_iters = 40;
+  tune.n_layer = 3;  // the checkpoint's architecture wins
+  run_training(tune, nullptr);
+  const LoggedRun tuned = read_metrics(tune.out_dir);
+
+  // A new model starts near ln(V); the checkpoint already knows these words.
+  const double uniform = std::log(static_cast<double>(load_model(base.out_dir).vocab.size()));
+  ASSERT_GE(tuned.val.size(), 2u);
+  EXPECT_LT(tuned.val.front().second, 0.7 * uniform) << "did not start from the checkpoint";
+  EXPECT_LT(tuned.val.back().second, tuned.val.front().second - 0.1);
+  LoadedModel model = load_model(tune.out_dir);
+  EXPECT_EQ(model.model->config().n_layer, base.n_layer);
+  EXPECT_EQ(model.vocab, load_model(base.out_dir).vocab);
+
+  tune.init_from = "resume";
+  tune.max_iters = 45;
+  tune.lr_decay_iters = 45;
+  tune.n_layer = base.n_layer;
+  EXPECT_EQ(run_training(tune, nullptr).final_iter, 45);
+
+  TrainConfig outside = base;
+  outside.data_path = dir.write("outside.txt", text + "Zebra\n" + text);
+  outside.init_from = base.out_dir;
+  outside.out_dir = dir.file("outside");
+  try {
+    run_training(outside, nullptr);
+    FAIL() << "trained on a character the model lacks";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("'Z' at position " + std::to_string(text.size())), std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace gpt
