@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   const std::vector<gpt::Command> commands = {gpt::add_train_command(app), gpt::add_sample_command(app),
                                               gpt::add_eval_command(app),  gpt::add_heads_command(app),
-                                              gpt::add_bench_command(app), gpt::add_prepare_command(app)};
+                                              gpt::add_bench_command(app), gpt::add_prepare_command(app),
+                                              gpt::add_report_command(app)};
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

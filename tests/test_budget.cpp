@@ -35,8 +35,8 @@ TEST(TimeBudget, PlansTheMostIterationsWhoseIterationsEvaluationsAndCheckpointsF
   EXPECT_EQ(plan_iterations(100, 0, 0, 1 << 30, 100, costs), 865);
   // With 50 s spent: 425 costs 42.5 + 1.5 * 5 = 50 exactly; 426 does not fit.
   EXPECT_EQ(plan_iterations(100, 50, 0, 1 << 30, 100, costs), 425);
-  EXPECT_EQ(plan_iterations(100, 0, 0, 300, 100, costs), 300);       // capped
-  EXPECT_EQ(plan_iterations(1, 0, 10, 1 << 30, 100, costs), 10);     // nothing fits: stop where it is
+  EXPECT_EQ(plan_iterations(100, 0, 0, 300, 100, costs), 300);    // capped
+  EXPECT_EQ(plan_iterations(1, 0, 10, 1 << 30, 100, costs), 10);  // nothing fits: stop where it is
 }
 
 class Budget : public CorpusTest {};

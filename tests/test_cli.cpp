@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
@@ -12,6 +13,11 @@ namespace gpt {
 namespace {
 
 using namespace gpt::testing;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 class Cli : public ::testing::Test {
  protected:
@@ -189,6 +195,24 @@ TEST_F(Cli, ByteLevelModelsTrainOnAnyBytesAndSampleBytes) {
   EXPECT_EQ(sample.output.size(), 1 + 50 + std::string("\n---------------\n").size());
   const CommandResult eval = run_gpt("eval " + out + " --data " + data);
   EXPECT_NE(eval.output.find("bits/byte"), std::string::npos) << eval.output;
+}
+
+TEST_F(Cli, TrainWritesAReportAndReportComparesRuns) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const std::string page = read_text(dir.file("out/report.html"));
+  EXPECT_NE(page.find("<h2>Sample</h2>"), std::string::npos) << "a finished run's report has its sample";
+  EXPECT_NE(page.find("<h2>Attention heads</h2>"), std::string::npos);
+  EXPECT_TRUE(std::filesystem::exists(dir.file("out/report_heads.html")));
+  EXPECT_EQ(page.find("http-equiv=\"refresh\""), std::string::npos) << "a finished run's page does not reload";
+  ASSERT_EQ(run_gpt("train --config " + tiny() + " --out_dir " + dir.file("out2") + " --learning_rate 0.002").exit_code,
+            0);
+  const CommandResult both = run_gpt("report --out_dir " + dir.file("out") + " --out_dir " + dir.file("out2") +
+                                     " --out " + dir.file("both.html"));
+  ASSERT_EQ(both.exit_code, 0) << both.output;
+  const std::string compared = read_text(dir.file("both.html"));
+  EXPECT_NE(compared.find(dir.file("out2")), std::string::npos);
+  EXPECT_LT(compared.size(), 1u << 20);
+  expect_error("report --out_dir " + dir.file("nowhere"), 2, {"nowhere", "metrics.jsonl"});
 }
 
 TEST_F(Cli, HeadsPrintsTableJsonAndReport) {

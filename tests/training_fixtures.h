@@ -109,7 +109,7 @@ inline LoggedRun read_metrics(const std::string& out_dir) {
     auto j = nlohmann::json::parse(line);
     if (j["type"] == "train")
       run.train.emplace_back(j["iter"].get<int64_t>(), j["loss"].get<double>());
-    else
+    else if (j["type"] == "eval")
       run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
   }
   return run;

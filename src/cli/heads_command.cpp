@@ -9,7 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/config_loader.h"
+#include "cli/run_files.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
@@ -30,28 +30,6 @@ struct HeadsOptions {
   int64_t induction_length = 0;  // 0: block_size / 2
   int64_t seed = 1337;
 };
-
-// The default text: a passage of the run's validation split, from its first line start, read
-// from the run's dataset (prepared or cached) without loading the rest.
-std::vector<int32_t> validation_passage(const std::string& out_dir, const Vocab& vocab, int64_t block_size) {
-  const std::string config_path = (std::filesystem::path(out_dir) / "config.json").string();
-  std::error_code ec;
-  if (!std::filesystem::exists(config_path, ec))
-    throw UserError("no --prompt given and no " + config_path + " to find the training text; pass --prompt TEXT");
-  const TrainConfig config = load_train_config(config_path, {});
-  const Dataset data = Dataset::open(config.corpus(), config.cache_dir);
-  if (data.vocab() != vocab)
-    throw UserError(config.data_path + " no longer has the vocabulary the model was trained on; pass --prompt TEXT");
-  const TokenView val = data.val();
-  const int32_t newline = vocab.kind() == VocabKind::bytes ? int32_t{'\n'} : vocab.id_of(U'\n').value_or(-1);
-  int64_t begin = 0;
-  for (int64_t i = 0; i + 1 + block_size <= val.size() && i < block_size; ++i)
-    if (val[i] == newline) {
-      begin = i + 1;
-      break;
-    }
-  return val.to_vector(begin, std::min(block_size, val.size() - begin));
-}
 
 int run_heads(const HeadsOptions& options) {
   setup_logging(options.json);

@@ -9,6 +9,7 @@
 #include "cli/commands.h"
 #include "cli/config_flags.h"
 #include "cli/config_loader.h"
+#include "cli/run_files.h"
 #include "cli/stop_signal.h"
 #include "dist/world.h"
 #include "io/checkpoint.h"
@@ -34,8 +35,17 @@ int run_train(TrainOptions& options) {
 
   const TrainResult result = [&] {
     const StopSignalScope stop;
-    return run_training(config, stop.signal());
+    // The report follows the run: refreshed at every evaluation, completed at the end.
+    return run_training(config, stop.signal(), [&] { write_run_report(config.out_dir, RunStage::in_progress); });
   }();
+  if (World::instance().is_root()) {
+    try {
+      write_run_report(config.out_dir, result.stop_signal ? RunStage::stopped : RunStage::finished);
+      spdlog::info("report: {}/report.html", config.out_dir);
+    } catch (const UserError& e) {
+      spdlog::warn("no report: {}", e.what());
+    }
+  }
 
   if (World::instance().is_root())
     spdlog::info("{} {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",

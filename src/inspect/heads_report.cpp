@@ -4,35 +4,11 @@
 #include <cmath>
 #include <cstdio>
 
+#include "inspect/html.h"
+
 namespace gpt {
 
 namespace {
-
-std::string escape_html(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
-    }
-  }
-  return out;
-}
 
 std::string number(double v, int decimals = 3) {
   char buffer[32];

@@ -2,6 +2,9 @@
 
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -24,6 +27,34 @@ RunReporter::RunReporter(const TrainConfig& config, double tokens_per_iter, doub
 void RunReporter::write_metrics(const std::string& json_line) {
   metrics_ << json_line << '\n';
   metrics_.flush();
+}
+
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
+  return "unknown CPU";
+}
+
+}  // namespace
+
+void RunReporter::start(nlohmann::ordered_json info) {
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  nlohmann::ordered_json record = {{"type", "start"}, {"time", utc_now()}, {"host", host}, {"cpu", cpu_model()}};
+  record.update(info);
+  write_metrics(record.dump());
 }
 
 void RunReporter::evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds,

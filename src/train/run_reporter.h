@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "train/progress.h"
@@ -26,6 +27,8 @@ class RunReporter {
   RunReporter(const TrainConfig& config, double tokens_per_iter, double gflop_per_iter, double peak_gflops,
               bool append);
 
+  // A {"type": "start"} record: when and where the run (or its resumed part) began, and what it trains.
+  void start(nlohmann::ordered_json info);
   void evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds, double elapsed_seconds);
   // A log line every log_interval iterations, the progress line otherwise.
   void iteration(const IterationReport& report);

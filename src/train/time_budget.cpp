@@ -15,8 +15,9 @@ int64_t evaluations_until(int64_t done, int64_t n, int64_t eval_interval) {
 int64_t plan_iterations(double budget, double elapsed, int64_t done, int64_t cap, int64_t eval_interval,
                         const RunCosts& costs) {
   auto fits = [&](int64_t n) {
-    const double rest = static_cast<double>(n - done) * costs.iteration +
-                        static_cast<double>(evaluations_until(done, n, eval_interval)) * (costs.evaluation + costs.save);
+    const double rest =
+        static_cast<double>(n - done) * costs.iteration +
+        static_cast<double>(evaluations_until(done, n, eval_interval)) * (costs.evaluation + costs.save);
     return elapsed + rest <= budget;
   };
   if (cap <= done || !fits(done + 1)) return done;

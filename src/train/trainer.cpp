@@ -80,9 +80,11 @@ int64_t weights_hash(const ParamStore& params, const float* data) {
 // decision and a training step. Every process computes the same values; rank 0 alone writes.
 class TrainingRun {
  public:
-  TrainingRun(const TrainConfig& config, const std::atomic<int>* stop_signal)
+  TrainingRun(const TrainConfig& config, const std::atomic<int>* stop_signal,
+              const std::function<void()>& after_evaluation)
       : config_(config),
         stop_signal_(stop_signal),
+        after_evaluation_(after_evaluation),
         world_(World::instance()),
         start_(Clock::now()),
         resume_(config.init_from == "resume"),
@@ -117,6 +119,7 @@ class TrainingRun {
           std::make_unique<RunReporter>(config_, tokens_per_iter_, model_->flops_per_token() * tokens_per_iter_ * 1e-9,
                                         peak_gflops * world_.size(), resume_);
       log_setup();
+      record_start();
     }
     elapsed_before_ = state_.elapsed_seconds;
     if (budget_seconds_ > 0) {
@@ -246,6 +249,18 @@ class TrainingRun {
                  state_.iter_num, state_.best_val_loss);
   }
 
+  void record_start() const {
+    reporter_->start({{"processes", world_.size()},
+                      {"threads", omp_get_max_threads()},
+                      {"parameters", model_->params().parameter_count()},
+                      {"vocab_size", data_->vocab().size()},
+                      {"train_tokens", data_->train().size()},
+                      {"val_tokens", data_->val().size()},
+                      {"data", data_->folder()},
+                      {"iter", state_.iter_num},
+                      {"elapsed_s", state_.elapsed_seconds}});
+  }
+
   void log_setup() const {
     spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
                  model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd,
@@ -290,6 +305,13 @@ class TrainingRun {
       if (iter > 0) {
         save(iter, true);
         if (world_.is_root()) spdlog::info("saved checkpoint to {}", model_path(config_.out_dir));
+      }
+    }
+    if (world_.is_root() && after_evaluation_) {
+      try {
+        after_evaluation_();
+      } catch (const UserError& e) {
+        spdlog::warn("{}", e.what());
       }
     }
   }
@@ -479,6 +501,7 @@ class TrainingRun {
 
   TrainConfig config_;  // a copy: max_time fixes max_iters and lr_decay_iters once measured
   const std::atomic<int>* stop_signal_;
+  std::function<void()> after_evaluation_;
   const World& world_;
   Clock::time_point start_;
   const bool resume_, fine_tune_;
@@ -519,8 +542,9 @@ class TrainingRun {
 
 }  // namespace
 
-TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal) {
-  TrainingRun run(config, stop_signal);
+TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal,
+                         const std::function<void()>& after_evaluation) {
+  TrainingRun run(config, stop_signal, after_evaluation);
   return run.run();
 }
 

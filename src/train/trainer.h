@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 
 #include "train/train_config.h"
 
@@ -25,6 +26,9 @@ struct TrainResult {
 
 // `stop_signal`: set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the
 // current iteration, save a checkpoint and return. May be null.
-TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal);
+// `after_evaluation` (rank 0, may be empty) runs after every evaluation and its checkpoint, e.g.
+// to refresh a report; its UserErrors are logged as warnings, not fatal.
+TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal,
+                         const std::function<void()>& after_evaluation = {});
 
 }  // namespace gpt

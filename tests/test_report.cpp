@@ -1,0 +1,77 @@
+// The run report: what read_run takes from metrics.jsonl (a resumed run's repeated iterations
+// once), and the page's structure: one curve point per logged record, one val dot per
+// evaluation in each of the four loss charts, the best val marked, every run present, no script.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/check.h"
+#include "inspect/run_report.h"
+#include "train/trainer.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+using namespace gpt::testing;
+
+int count_of(const std::string& text, const std::string& what) {
+  int n = 0;
+  for (std::size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class Report : public CorpusTest {};
+
+TEST_F(Report, HasOnePointPerLoggedRecordTheBestMarkedAndEveryRun) {
+  TrainConfig c = tiny_config(dir, corpus);  // 20 iterations, every one logged, evaluations every 5
+  run_training(c, nullptr);
+  const RunRecord run = read_run(c.out_dir);
+  ASSERT_EQ(run.train.size(), 20u);
+  ASSERT_EQ(run.evals.size(), 5u);  // 0, 5, 10, 15, 20
+  EXPECT_EQ(run.config["n_layer"], c.n_layer);
+  EXPECT_TRUE(run.start.is_object());
+
+  const std::string html = render_run_report({run}, {});
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(count_of(html, "r=\"3\""), 4 * 5) << "a val dot per evaluation in each of the four loss charts";
+  // The raw train curve: 20 points, "M" then 19 "L", in each loss chart; its title names it.
+  const std::size_t raw = html.find("stroke-opacity=\"0.25\"");
+  ASSERT_NE(raw, std::string::npos);
+  const std::size_t path_start = html.rfind("<path d=\"", raw);
+  const std::string path = html.substr(path_start, raw - path_start);
+  EXPECT_EQ(count_of(path, "L"), 19) << path;
+  const EvalRecord& best = run.evals[static_cast<std::size_t>(run.best_index())];
+  char label[64];
+  std::snprintf(label, sizeof label, "best %.4f", best.val_loss);
+  EXPECT_EQ(count_of(html, label), 4) << label;
+
+  TrainConfig other = c;
+  other.out_dir = dir.file("other");
+  other.learning_rate = 2e-3;
+  run_training(other, nullptr);
+  const std::string both = render_run_report({run, read_run(other.out_dir)}, {});
+  for (const std::string& name : {c.out_dir, other.out_dir}) {
+    EXPECT_EQ(count_of(both, "<title>" + name + " train (smoothed)</title>"), 4) << name;
+    EXPECT_NE(both.find("</span>" + name + "</td>"), std::string::npos) << name << " in the summary";
+  }
+  EXPECT_EQ(count_of(both, "r=\"3\""), 4 * 10);
+  EXPECT_NE(both.find("<td class=\"chg\">0.002</td>"), std::string::npos) << "the changed learning rate";
+}
+
+TEST_F(Report, AResumedRunsRepeatedIterationsCountOnceAndAPageInProgressReloads) {
+  TrainConfig c = tiny_config(dir, corpus);
+  run_training(c, nullptr);
+  std::ofstream(c.out_dir + "/metrics.jsonl", std::ios::app)
+      << R"({"type":"train","iter":12,"loss":9.0,"lr":0.001,"grad_norm":1,"tokens_per_s":1,"mfu":0})" << "\n";
+  const RunRecord run = read_run(c.out_dir);
+  ASSERT_EQ(run.train.size(), 13u);  // 0..11 kept, then the resumed 12
+  EXPECT_EQ(run.train.back().loss, 9.0);
+  ReportExtras extras;
+  extras.refresh_seconds = 30;
+  EXPECT_NE(render_run_report({run}, extras).find("http-equiv=\"refresh\" content=\"30\""), std::string::npos);
+  EXPECT_THROW(read_run(dir.file("nowhere")), UserError);
+}
+
+}  // namespace
+}  // namespace gpt
