@@ -63,7 +63,8 @@ TEST_F(Report, AResumedRunsRepeatedIterationsCountOnceAndAPageInProgressReloads)
   TrainConfig c = tiny_config(dir, corpus);
   run_training(c, nullptr);
   std::ofstream(c.out_dir + "/metrics.jsonl", std::ios::app)
-      << R"({"type":"train","iter":12,"loss":9.0,"lr":0.001,"grad_norm":1,"tokens_per_s":1,"mfu":0})" << "\n";
+      << R"({"type":"train","iter":12,"loss":9.0,"lr":0.001,"grad_norm":1,"tokens_per_s":1,"mfu":0})"
+      << "\n";
   const RunRecord run = read_run(c.out_dir);
   ASSERT_EQ(run.train.size(), 13u);  // 0..11 kept, then the resumed 12
   EXPECT_EQ(run.train.back().loss, 9.0);

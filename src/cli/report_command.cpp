@@ -24,15 +24,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-struct ReportOptions {
-  std::vector<std::string> out_dirs;
-  std::string out;
-  int64_t sample_chars = 300;
-  int64_t seed = 1337;
-  bool no_sample = false;
-  bool quiet = false;
-};
-
 // sample_chars after a newline, drawn with gpt sample's defaults from `seed`.
 std::string final_sample(LoadedModel& loaded, int64_t chars, uint64_t seed) {
   Generator generator(*loaded.model, 1);
@@ -42,7 +33,8 @@ std::string final_sample(LoadedModel& loaded, int64_t chars, uint64_t seed) {
   std::string text;
   const std::vector<int32_t> prompt =
       loaded.vocab.encode(std::string("\n"), "the sample's prompt");  // both kinds have a newline token
-  generate(generator, prompt, settings, rngs, [&](int64_t, int32_t id, const float*) { text += loaded.vocab.decode(id); });
+  generate(generator, prompt, settings, rngs,
+           [&](int64_t, int32_t id, const float*) { text += loaded.vocab.decode(id); });
   Utf8Repair repair;  // byte-level models may write invalid UTF-8
   return repair.push(text) + repair.finish();
 }
@@ -91,8 +83,8 @@ void write_report(const ReportRequest& request) {
     LoadedModel loaded = load_model(request.out_dirs[0]);
     extras.sample = final_sample(loaded, request.sample_chars, request.seed);
     extras.sample_note = std::to_string(request.sample_chars) + " tokens from " + checkpoint +
-                         " after a newline (gpt sample --seed " + std::to_string(request.seed) +
-                         " --max_new_tokens " + std::to_string(request.sample_chars) + ")";
+                         " after a newline (gpt sample --seed " + std::to_string(request.seed) + " --max_new_tokens " +
+                         std::to_string(request.sample_chars) + ")";
     const fs::path out(request.out);
     const fs::path heatmaps = out.parent_path() / (out.stem().string() + "_heads.html");
     try {
@@ -105,15 +97,18 @@ void write_report(const ReportRequest& request) {
   write_file_atomically(request.out, render_run_report(runs, extras));
 }
 
-int run_report(const ReportOptions& options) {
-  setup_logging(options.quiet);
+struct ReportOptions {
   ReportRequest request;
-  request.out_dirs = options.out_dirs;
-  request.out = !options.out.empty()        ? options.out
-                : options.out_dirs.size() == 1 ? (fs::path(options.out_dirs[0]) / "report.html").string()
+  bool no_sample = false;
+  bool quiet = false;
+};
+
+int run_report(ReportOptions& options) {
+  setup_logging(options.quiet);
+  ReportRequest& request = options.request;
+  if (request.out.empty())
+    request.out = request.out_dirs.size() == 1 ? (fs::path(request.out_dirs[0]) / "report.html").string()
                                                : std::string("report.html");
-  request.sample_chars = options.sample_chars;
-  request.seed = static_cast<uint64_t>(options.seed);
   request.with_sample = !options.no_sample;
   write_report(request);
   spdlog::info("wrote {}", request.out);
@@ -133,15 +128,15 @@ void write_run_report(const std::string& out_dir, RunStage stage) {
 
 Command add_report_command(CLI::App& app) {
   auto options = std::make_shared<ReportOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "report", "Write an HTML report of one or more training runs (curves, config, sample, heads)");
-  sub->add_option("--out_dir", options->out_dirs, "a run's out_dir; repeat to compare runs")->required();
-  sub->add_option("--out", options->out,
+  CLI::App* sub =
+      app.add_subcommand("report", "Write an HTML report of one or more training runs (curves, config, sample, heads)");
+  sub->add_option("--out_dir", options->request.out_dirs, "a run's out_dir; repeat to compare runs")->required();
+  sub->add_option("--out", options->request.out,
                   "the HTML file (default: OUT_DIR/report.html for one run, report.html for several)");
-  sub->add_option("--sample_chars", options->sample_chars, "length of the sample from the final model")
+  sub->add_option("--sample_chars", options->request.sample_chars, "length of the sample from the final model")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  sub->add_option("--seed", options->seed, "seed of the sample and of the heads' induction test")
+  sub->add_option("--seed", options->request.seed, "seed of the sample and of the heads' induction test")
       ->capture_default_str();
   sub->add_flag("--no_sample", options->no_sample, "leave out the sample and the heads");
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");

@@ -14,6 +14,7 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/utc_time.h"
 #include "data/content_hash.h"
 #include "data/utf8.h"
 
@@ -296,15 +297,6 @@ class CharEncoder {
   std::vector<int32_t> id_of_;
   std::vector<std::vector<unsigned char>> parts_;
 };
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 uint64_t total_bytes(const std::vector<SourceFile>& files) {
   uint64_t total = 0;

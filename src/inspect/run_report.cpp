@@ -211,8 +211,8 @@ std::string svg_chart(const ChartSpec& spec, const std::vector<Series>& series) 
   }
   svg += "<text x=\"" + fixed((left + width - right) / 2, 0) + "\" y=\"" + fixed(height - 6, 0) + "\" class=\"al\">" +
          escape_html(spec.x_label) + "</text>";
-  svg += "<text transform=\"translate(13 " + fixed((top + height - bottom) / 2, 0) +
-         ") rotate(-90)\" class=\"al\">" + escape_html(spec.y_label) + (spec.log_y ? " (log)" : "") + "</text>";
+  svg += "<text transform=\"translate(13 " + fixed((top + height - bottom) / 2, 0) + ") rotate(-90)\" class=\"al\">" +
+         escape_html(spec.y_label) + (spec.log_y ? " (log)" : "") + "</text>";
   for (const Series& s : series) {
     std::string path;
     for (const Point& p : s.points) {
@@ -229,8 +229,8 @@ std::string svg_chart(const ChartSpec& spec, const std::vector<Series>& series) 
     }
     if (!path.empty())
       svg += "<path d=\"" + path + "\" fill=\"none\" stroke=\"" + s.color + "\" stroke-width=\"" +
-             (s.style == Series::faint_line ? "1\" stroke-opacity=\"0.25" : "2") + "\"><title>" +
-             escape_html(s.label) + "</title></path>";
+             (s.style == Series::faint_line ? "1\" stroke-opacity=\"0.25" : "2") + "\"><title>" + escape_html(s.label) +
+             "</title></path>";
   }
   if (spec.best) {
     const std::string cx = fixed(px(spec.best->x), 1), cy = fixed(py(spec.best->y), 1);
@@ -252,8 +252,10 @@ std::string loss_chart(const std::vector<RunRecord>& runs, bool by_time, bool lo
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const RunRecord& run = runs[r];
     std::vector<Point> train, val;
-    for (const TrainRecord& t : run.train) train.push_back({by_time ? t.elapsed_s : static_cast<double>(t.iter), t.loss});
-    for (const EvalRecord& e : run.evals) val.push_back({by_time ? e.elapsed_s : static_cast<double>(e.iter), e.val_loss});
+    for (const TrainRecord& t : run.train)
+      train.push_back({by_time ? t.elapsed_s : static_cast<double>(t.iter), t.loss});
+    for (const EvalRecord& e : run.evals)
+      val.push_back({by_time ? e.elapsed_s : static_cast<double>(e.iter), e.val_loss});
     series.push_back({run_name(run) + " train", color_of(r), thin(train, 1200), Series::faint_line});
     series.push_back({run_name(run) + " train (smoothed)", color_of(r), thin(smoothed(train), 600), Series::line});
     series.push_back({run_name(run) + " val", color_of(r), val, Series::dots});
@@ -308,22 +310,23 @@ int64_t iterations_of(const RunRecord& run) {
 }
 
 std::string summary_table(const std::vector<RunRecord>& runs) {
-  std::string html = "<table class=\"sum\"><thead><tr><th>run</th><th>parameters</th><th>data</th><th>machine</th>"
-                     "<th>started</th><th>time</th><th>iterations</th><th>best val loss</th></tr></thead><tbody>";
+  std::string html =
+      "<table class=\"sum\"><thead><tr><th>run</th><th>parameters</th><th>data</th><th>machine</th>"
+      "<th>started</th><th>time</th><th>iterations</th><th>best val loss</th></tr></thead><tbody>";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const RunRecord& run = runs[r];
     const nlohmann::json& s = run.start;
     auto field = [&](const char* key) { return s.is_object() && s.contains(key) ? format_value(s[key]) : "?"; };
     const int64_t best = run.best_index();
-    const std::string tokens = s.is_object() ? field("train_tokens") + " train + " + field("val_tokens") + " val tokens" : "?";
+    const std::string tokens =
+        s.is_object() ? field("train_tokens") + " train + " + field("val_tokens") + " val tokens" : "?";
     html += "<tr><td><span class=\"sw\" style=\"background:" + std::string(color_of(r)) + "\"></span>" +
             escape_html(run_name(run)) + "</td><td>" + escape_html(field("parameters")) + "</td><td>" +
-            escape_html(run.config.is_object() ? format_value(run.config.value("data_path", "")) : "?") + "<br><small>" +
-            escape_html(tokens) + "</small></td><td>" + escape_html(field("host")) + "<br><small>" +
+            escape_html(run.config.is_object() ? format_value(run.config.value("data_path", "")) : "?") +
+            "<br><small>" + escape_html(tokens) + "</small></td><td>" + escape_html(field("host")) + "<br><small>" +
             escape_html(field("cpu")) + ", " + escape_html(field("processes")) + " process(es) x " +
             escape_html(field("threads")) + " threads</small></td><td>" + escape_html(field("time")) + "</td><td>" +
-            duration_label(run.elapsed_s()) + "</td><td>" +
-            std::to_string(iterations_of(run)) + "</td><td>" +
+            duration_label(run.elapsed_s()) + "</td><td>" + std::to_string(iterations_of(run)) + "</td><td>" +
             (best >= 0 ? fixed(run.evals[static_cast<std::size_t>(best)].val_loss, 4) + " at " +
                              std::to_string(run.evals[static_cast<std::size_t>(best)].iter)
                        : std::string("none yet")) +
@@ -358,8 +361,9 @@ pre{background:#f6f6f6;padding:8px;white-space:pre-wrap;font-size:13px}
 std::string render_run_report(const std::vector<RunRecord>& runs, const ReportExtras& extras) {
   GPT_CHECK(!runs.empty(), "a report needs a run");
   std::string title = runs.size() == 1 ? "Run " + runs[0].out_dir : std::to_string(runs.size()) + " runs";
-  std::string html = "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-                     "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">";
+  std::string html =
+      "<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width,initial-scale=1\">";
   if (extras.refresh_seconds > 0)
     html += "<meta http-equiv=\"refresh\" content=\"" + std::to_string(extras.refresh_seconds) + "\">";
   html += "<title>" + escape_html(title) + "</title><style>" + std::string(kStyle) + "</style></head><body>";
@@ -369,18 +373,21 @@ std::string render_run_report(const std::vector<RunRecord>& runs, const ReportEx
             " s.</small></p>";
   html += summary_table(runs);
   // The loss chart four ways; radio buttons and CSS choose one, no script.
-  html += "<h2>Loss</h2><input type=\"radio\" name=\"x\" id=\"x-iter\" checked hidden>"
-          "<input type=\"radio\" name=\"x\" id=\"x-time\" hidden>"
-          "<input type=\"radio\" name=\"y\" id=\"y-lin\" checked hidden><input type=\"radio\" name=\"y\" id=\"y-log\" hidden>"
-          "<div class=\"toggle\">x: <label for=\"x-iter\">&#9673; iterations</label><label for=\"x-time\">&#9673; wall time"
-          "</label> y: <label for=\"y-lin\">&#9673; linear</label><label for=\"y-log\">&#9673; log</label></div>"
-          "<div class=\"charts\">";
+  html +=
+      "<h2>Loss</h2><input type=\"radio\" name=\"x\" id=\"x-iter\" checked hidden>"
+      "<input type=\"radio\" name=\"x\" id=\"x-time\" hidden>"
+      "<input type=\"radio\" name=\"y\" id=\"y-lin\" checked hidden><input type=\"radio\" name=\"y\" id=\"y-log\" "
+      "hidden>"
+      "<div class=\"toggle\">x: <label for=\"x-iter\">&#9673; iterations</label><label for=\"x-time\">&#9673; wall time"
+      "</label> y: <label for=\"y-lin\">&#9673; linear</label><label for=\"y-log\">&#9673; log</label></div>"
+      "<div class=\"charts\">";
   for (bool by_time : {false, true})
     for (bool log_y : {false, true})
       html += std::string("<div class=\"v ") + (by_time ? "time" : "iter") + (log_y ? " log" : " lin") + "\">" +
               loss_chart(runs, by_time, log_y) + "</div>";
-  html += "</div><p><small>Faint: the loss of each logged iteration; solid: its moving average; dots: val loss at "
-          "each evaluation";
+  html +=
+      "</div><p><small>Faint: the loss of each logged iteration; solid: its moving average; dots: val loss at "
+      "each evaluation";
   html += runs.size() == 1 ? "; ring: the best val loss.</small></p>" : ". Colours as in the table above.</small></p>";
   html += "<h2>Training</h2><div class=\"grid\">";
   html += metric_chart(runs, "Learning rate", "learning rate", &TrainRecord::lr);
@@ -396,8 +403,8 @@ std::string render_run_report(const std::vector<RunRecord>& runs, const ReportEx
     if (!extras.heads_link.empty())
       html += "<p><a href=\"" + escape_html(extras.heads_link) + "\">Heatmaps of every head</a></p>";
   }
-  html += "<h2>Config</h2><p><small>Highlighted: values that differ from the defaults.</small></p>" +
-          config_table(runs);
+  html +=
+      "<h2>Config</h2><p><small>Highlighted: values that differ from the defaults.</small></p>" + config_table(runs);
   return html + "</body></html>\n";
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/check.h"
+#include "core/utc_time.h"
 
 namespace gpt {
 
@@ -30,15 +31,6 @@ void RunReporter::write_metrics(const std::string& json_line) {
 }
 
 namespace {
-
-std::string utc_now() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&now, &tm);
-  char text[32];
-  std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return text;
-}
 
 std::string cpu_model() {
   std::ifstream in("/proc/cpuinfo");
