@@ -50,7 +50,7 @@ TEST_F(Budget, AMaxTimeRunEndsWithinItsBudgetEvaluatedAndSaved) {
   const TrainResult r = run_training(c, nullptr);
   EXPECT_LE(r.wall_seconds, 4.0 + 5.0);  // the target: within 2% or 5 s
   EXPECT_GE(r.wall_seconds, 0.8 * 4.0) << "the budget was not used";
-  EXPECT_GT(r.planned_iters, 20);
+  EXPECT_GT(r.planned_iters, 0) << "the schedule's length was never fixed";
   const LoggedRun run = read_metrics(c.out_dir);
   ASSERT_FALSE(run.val.empty());
   EXPECT_EQ(run.val.back().first, r.final_iter);  // the final evaluation

@@ -390,11 +390,9 @@ class TrainingRun {
     const bool measured = static_cast<int64_t>(iteration_seconds_.size()) >= kPlanAfterIterations &&
                           train_seconds_ >= kPlanAfterBudgetShare * budget_seconds_;
     if (state_.planned_iters == 0 && measured) {
-      // The first iteration warms caches and allocators: the median of the others.
-      std::vector<double> times(iteration_seconds_.begin() + 1, iteration_seconds_.end());
-      std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
-      costs_.iteration = times[times.size() / 2];
+      costs_.iteration = median_iteration_seconds();
       if (costs_.save == 0) costs_.save = estimated_save_seconds();
+      costs_.evaluation = expected_evaluation_seconds();
       const int64_t planned = world_.min(plan_iterations(budget_seconds_ * kBudgetUse, elapsed(), iter,
                                                          kMaxPlannedIterations, config_.eval_interval, costs_));
       set_schedule_length(std::max<int64_t>(planned, iter + 1));
@@ -406,7 +404,7 @@ class TrainingRun {
             config_.lr_decay_iters);
       return;
     }
-    const double needed = costs_.evaluation + (costs_.save > 0 ? costs_.save : estimated_save_seconds());
+    const double needed = expected_evaluation_seconds() + (costs_.save > 0 ? costs_.save : estimated_save_seconds());
     const bool out_of_time = world_.max(elapsed() + needed >= budget_seconds_ * kBudgetUse ? 1 : 0) != 0;
     if (!out_of_time) return;
     if (world_.is_root())
@@ -430,6 +428,24 @@ class TrainingRun {
     if (config_.decay_lr) config_.lr_decay_iters = std::max(iterations, config_.warmup_iters + 1);
     schedule_ = lr_schedule(config_);
     if (reporter_) reporter_->set_max_iters(iterations);
+  }
+
+  // The first iteration warms caches and allocators: the median of the others.
+  double median_iteration_seconds() const {
+    std::vector<double> times(iteration_seconds_.begin() + (iteration_seconds_.size() > 1 ? 1 : 0),
+                              iteration_seconds_.end());
+    if (times.empty()) return 0;
+    std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+    return times[times.size() / 2];
+  }
+
+  // The last evaluation's time, but the only one so far may be the first, slowed by warm-up: at
+  // most twice what its forward passes cost at the step time (a step is about three forwards).
+  double expected_evaluation_seconds() const {
+    const double step = median_iteration_seconds();
+    if (step == 0) return costs_.evaluation;
+    return std::min(costs_.evaluation, 2.0 * 2.0 * static_cast<double>(config_.eval_iters) * step /
+                                           (3.0 * static_cast<double>(config_.gradient_accumulation_steps)));
   }
 
   // Before the first checkpoint: the weights and optimizer state at 100 MB/s.
