@@ -7,6 +7,9 @@
 
 #include "core/check.h"
 #include "inspect/run_report.h"
+#include "inspect/surprisal_report.h"
+#include "io/checkpoint.h"
+#include "train/evaluate.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
 
@@ -72,6 +75,33 @@ TEST_F(Report, AResumedRunsRepeatedIterationsCountOnceAndAPageInProgressReloads)
   extras.refresh_seconds = 30;
   EXPECT_NE(render_run_report({run}, extras).find("http-equiv=\"refresh\" content=\"30\""), std::string::npos);
   EXPECT_THROW(read_run(dir.file("nowhere")), UserError);
+}
+
+// The surprisal page shades exactly the tokens gpt eval scores, with their losses: the mean over
+// them equals evaluate_windows' loss (float logits, summed in double: to rounding).
+TEST_F(Report, SurprisalShadesEvalsTokensWithTheirLosses) {
+  TrainConfig c = tiny_config(dir, corpus);
+  run_training(c, nullptr);
+  LoadedModel loaded = load_model(c.out_dir);
+  const std::vector<int32_t> ids = loaded.vocab.encode(std::string_view(generated_corpus(1000, 9)), "text");
+  Arena arena;
+  Graph graph(arena);
+  const TokenView view(ids);
+  const WindowEval eval = evaluate_windows(*loaded.model, graph, view, c.block_size);
+  const std::vector<TokenSurprise> tokens = surprisal_windows(*loaded.model, graph, view, c.block_size, 1 << 20);
+  ASSERT_EQ(static_cast<int64_t>(tokens.size()), eval.tokens);
+  double total = 0;
+  for (std::size_t i = 0; i < tokens.size(); ++i) {
+    EXPECT_EQ(tokens[i].target, ids[i + 1]);
+    EXPECT_GE(tokens[i].top[0].second, tokens[i].top[1].second);
+    total += tokens[i].loss_nats;
+  }
+  EXPECT_NEAR(total / static_cast<double>(tokens.size()), eval.loss_nats, 1e-5 * eval.loss_nats);
+  const std::string html = render_surprisal_report({loaded.path, "text", c.block_size, ids[0], tokens}, loaded.vocab);
+  EXPECT_EQ(count_of(html, "\" title=\""), static_cast<int>(tokens.size()));  // a shaded span per token
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(surprisal_windows(*loaded.model, graph, view, c.block_size, 3 * c.block_size + 1).size(),
+            3u * static_cast<std::size_t>(c.block_size));  // --max_chars
 }
 
 }  // namespace

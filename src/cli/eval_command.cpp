@@ -10,8 +10,10 @@
 #include <numbers>
 
 #include "cli/commands.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
+#include "inspect/surprisal_report.h"
 #include "io/checkpoint.h"
 #include "sample/text_generation.h"
 #include "train/evaluate.h"
@@ -30,7 +32,21 @@ struct EvalOptions {
   bool sampler_context = false;
   int64_t context_shift = 0;
   int64_t max_chars = 20000;
+  std::string report;
+  bool max_chars_given = false;
 };
+
+// --report: the surprisal view of the text's first max_chars characters (3000 unless given).
+void write_surprisal_report(const EvalOptions& options, LoadedModel& loaded, const ModelTokens& text) {
+  const int64_t T = loaded.model->config().block_size;
+  const int64_t max_tokens = options.max_chars_given ? options.max_chars : 3000;
+  Arena arena(16u << 20);
+  Graph graph(arena);
+  SurprisalPage page{loaded.path, text.description, T, text.view[0],
+                     surprisal_windows(*loaded.model, graph, text.view, T, max_tokens)};
+  write_file_atomically(options.report, render_surprisal_report(page, loaded.vocab));
+  spdlog::info("wrote {}: {} {} shaded", options.report, page.tokens.size(), loaded.vocab.token_noun());
+}
 
 // The likelihood of the text as `gpt sample` would condition each character (exact or shifting
 // window): what a context mode costs in quality.
@@ -62,6 +78,7 @@ int run_eval(const EvalOptions& options) {
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
   const ModelTokens text = tokens_in_vocab(options.data_path, loaded.vocab, options.split);
   if (options.sampler_context) return run_sampler_context_eval(options, loaded, text);
+  if (!options.report.empty()) write_surprisal_report(options, loaded, text);
   const int64_t T = loaded.model->config().block_size;
   if (text.view.size() <= T)
     throw UserError(text.description + ": has " + std::to_string(text.view.size()) + " " + loaded.vocab.token_noun() +
@@ -102,9 +119,18 @@ Command add_eval_command(CLI::App& app) {
                 "window) instead of non-overlapping windows");
   sub->add_option("--context_shift", options->context_shift, "with --sampler_context: 0 = exact, N = shifting window")
       ->capture_default_str();
-  sub->add_option("--max_chars", options->max_chars, "with --sampler_context: score at most this many characters")
-      ->capture_default_str();
-  return {sub, [options] { return run_eval(*options); }};
+  CLI::Option* max_chars =
+      sub->add_option("--max_chars", options->max_chars,
+                      "with --sampler_context: score at most this many characters; with --report: show at most this "
+                      "many (default 3000)")
+          ->capture_default_str();
+  sub->add_option("--report", options->report,
+                  "also write an HTML page of the text shaded by each character's loss, with the model's top-5 "
+                  "predictions on hover");
+  return {sub, [options, max_chars] {
+            options->max_chars_given = max_chars->count() > 0;
+            return run_eval(*options);
+          }};
 }
 
 }  // namespace gpt

@@ -1,7 +1,9 @@
 #include "train/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numbers>
+#include <numeric>
 #include <vector>
 
 namespace gpt {
@@ -51,6 +53,40 @@ WindowEval evaluate_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, 
     result.bits_per_char = result.loss_nats / std::numbers::ln2;
   }
   return result;
+}
+
+std::vector<TokenSurprise> surprisal_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, int64_t max_tokens) {
+  NoGradGuard no_grad(graph);
+  const int64_t n = std::min(ids.size(), max_tokens);
+  const int64_t windows = n > T ? (n - 1) / T : 0;
+  const int64_t V = model.config().vocab_size;
+  Rng unused(0);
+  std::vector<int32_t> inputs(static_cast<std::size_t>(T)), targets(static_cast<std::size_t>(T));
+  std::vector<TokenSurprise> out;
+  std::vector<int32_t> order(static_cast<std::size_t>(V));
+  for (int64_t k = 0; k < windows; ++k) {
+    ids.copy(k * T, T, inputs.data());
+    ids.copy(k * T + 1, T, targets.data());
+    const float* logits = model.forward(graph, inputs.data(), 1, T, nullptr, false, unused).logits.data;
+    for (int64_t t = 0; t < T; ++t) {
+      const float* row = logits + t * V;
+      const double max = *std::max_element(row, row + V);
+      double sum = 0;
+      for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(row[v]) - max);
+      const double log_sum = std::log(sum) + max;
+      TokenSurprise s{targets[static_cast<std::size_t>(t)], log_sum - row[targets[static_cast<std::size_t>(t)]], {}};
+      std::iota(order.begin(), order.end(), 0);
+      std::partial_sort(order.begin(), order.begin() + std::min<int64_t>(5, V), order.end(),
+                        [&](int32_t a, int32_t b) { return row[a] > row[b]; });
+      for (int64_t i = 0; i < std::min<int64_t>(5, V); ++i)
+        s.top[static_cast<std::size_t>(i)] = {
+            order[static_cast<std::size_t>(i)],
+            static_cast<float>(std::exp(row[order[static_cast<std::size_t>(i)]] - log_sum))};
+      out.push_back(s);
+    }
+    graph.reset();
+  }
+  return out;
 }
 
 }  // namespace gpt

@@ -2,7 +2,9 @@
 // batches) for training-time evals, and the deterministic full-file evaluation of `gpt eval`.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/graph.h"
@@ -37,5 +39,15 @@ struct WindowEval {
 // Every full non-overlapping window k: inputs ids[kT .. kT+T-1], targets ids[kT+1 .. kT+T], for
 // each k with kT + T < n. Windows are batched `batch` at a time; sums in window order.
 WindowEval evaluate_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, int64_t batch = 16);
+
+// Each predicted token of the same windows as evaluate_windows, with its loss and the model's
+// five likeliest tokens: what the surprisal view shows. Only windows within the first
+// `max_tokens` tokens are scored.
+struct TokenSurprise {
+  int32_t target;
+  double loss_nats;                              // -ln p(target), from the logits in double precision
+  std::array<std::pair<int32_t, float>, 5> top;  // (token, probability), likeliest first
+};
+std::vector<TokenSurprise> surprisal_windows(Gpt& model, Graph& graph, TokenView ids, int64_t T, int64_t max_tokens);
 
 }  // namespace gpt
