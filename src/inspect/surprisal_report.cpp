@@ -58,8 +58,8 @@ std::string render_surprisal_report(const SurprisalPage& page, const Vocab& voca
       "h1{font-size:1.3em}.text{font:15px/1.7 ui-monospace,monospace;white-space:pre-wrap;word-break:break-all}"
       ".text span{border-radius:2px}.legend span{display:inline-block;padding:2px 8px;font-size:13px}"
       "</style></head><body><h1>Where the model is surprised</h1><p>Model <code>" +
-      escape_html(page.model_path) + "</code>, text <code>" + escape_html(page.source) + "</code>: " +
-      std::to_string(page.tokens.size()) + " " + vocab.token_noun() + " scored in windows of " +
+      escape_html(page.model_path) + "</code>, text <code>" + escape_html(page.source) +
+      "</code>: " + std::to_string(page.tokens.size()) + " " + vocab.token_noun() + " scored in windows of " +
       std::to_string(page.block_size) + " as <code>gpt eval</code> scores them; mean <b>" + fixed(mean_bits, 3) +
       " bits per " + vocab.token_unit() +
       "</b>. Each is shaded by its loss, &minus;log<sub>2</sub> p; hover over one for the model's five likeliest "
@@ -73,8 +73,8 @@ std::string render_surprisal_report(const SurprisalPage& page, const Vocab& voca
     std::string title = shown(vocab, t.target, true) + ": " + fixed(bits, 2) + " bits&#10;likeliest:";
     for (const auto& [id, p] : t.top)
       if (p > 0) title += " " + shown(vocab, id, true) + " " + fixed(100.0 * p, 1) + "%";
-    html += "<span style=\"background:" + shade(bits) + "\" title=\"" + title + "\">" +
-            shown(vocab, t.target, false) + "</span>";
+    html += "<span style=\"background:" + shade(bits) + "\" title=\"" + title + "\">" + shown(vocab, t.target, false) +
+            "</span>";
   }
   return html + "</div></body></html>\n";
 }
