@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The search for configs/shakespeare_char_10min.json: trains candidate configs with
+# max_time 10m (one at a time, the machine otherwise idle) and measures each final model the way
+# the CPU-recipe table does, `gpt eval` on the whole validation split. Prints a Markdown row per run.
+#   tools/search_10min.sh NAME "FLAGS" [SEED ...]     one candidate (flags override configs/shakespeare_char.json)
+#   tools/search_10min.sh l6e192 "--n_layer 6 --n_head 6 --n_embd 192 --block_size 128 --batch_size 32" 1337
+#   BUDGET=5m tools/search_10min.sh ...              a shorter budget for a first pass
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name=${1:?usage: tools/search_10min.sh NAME "FLAGS" [SEED ...]}
+read -r -a flags <<< "${2:-}"
+shift 2 || true
+seeds=("${@:-1337}")
+budget=${BUDGET:-10m}
+gpt=${GPT_BINARY:-build/gpt}
+work=${WORK_DIR:-out/search_10min}
+mkdir -p "$work"
+tools/fetch_shakespeare.sh > /dev/null
+[[ -f $work/data/meta.json ]] || "$gpt" prepare --data data/tinyshakespeare.txt --out "$work/data" --quiet > /dev/null
+for seed in "${seeds[@]}"; do
+  out="$work/$name-$seed"
+  rm -rf "$out"
+  "$gpt" train --config configs/shakespeare_char.json --data_path "$work/data" --max_time "$budget" --seed "$seed" \
+    --out_dir "$out" "${flags[@]}" > "$out.log" 2>&1
+  iters=$(grep -o 'ending at iteration [0-9]*' "$out.log" | grep -o '[0-9]*$' || echo "?")
+  wall=$(grep -o 'iterations in [0-9hms]*' "$out.log" | sed 's/iterations in //')
+  # The whole validation split, every window (as the CPU-recipe table).
+  val=$("$gpt" eval --out_dir "$out" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')
+  echo "| $name | ${flags[*]} | $seed | $iters | $wall | $val |"
+done
