@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <fstream>
 #include <thread>
 
 #include "io/checkpoint.h"
@@ -70,10 +71,20 @@ TEST_F(Budget, AResumedMaxTimeRunKeepsTheLengthItFixed) {
   TrainConfig c = tiny_config(dir, corpus);
   c.max_time = "6s";
   c.eval_interval = 100;
+  // Stopped once the length is fixed: until then the learning rate holds at its peak after the
+  // warmup; from then on it decays.
   std::atomic<int> stop{0};
   std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    stop.store(15);
+    for (int i = 0; i < 6000 && stop.load() == 0; ++i) {
+      std::ifstream metrics(c.out_dir + "/metrics.jsonl");
+      for (std::string line; std::getline(metrics, line);) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (j.is_object() && j.value("type", "") == "train" && j.value("iter", 0) > c.warmup_iters &&
+            j.value("lr", 0.0) < c.learning_rate * (1 - 1e-9))
+          stop.store(15);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
   });
   const TrainResult first = run_training(c, &stop);
   stopper.join();

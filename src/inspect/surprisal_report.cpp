@@ -72,7 +72,13 @@ std::string render_surprisal_report(const SurprisalPage& page, const Vocab& voca
     const double bits = t.loss_nats / std::numbers::ln2;
     std::string title = shown(vocab, t.target, true) + ": " + fixed(bits, 2) + " bits&#10;likeliest:";
     for (const auto& [id, p] : t.top)
-      if (p > 0) title += " " + shown(vocab, id, true) + " " + fixed(100.0 * p, 1) + "%";
+      if (p > 0) {
+        title += ' ';
+        title += shown(vocab, id, true);
+        title += ' ';
+        title += fixed(100.0 * p, 1);
+        title += '%';
+      }
     html += "<span style=\"background:" + shade(bits) + "\" title=\"" + title + "\">" + shown(vocab, t.target, false) +
             "</span>";
   }
