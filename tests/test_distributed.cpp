@@ -238,8 +238,14 @@ TEST_F(Distributed, AnErrorOnOneProcessOnlyEndsTheRunAndNamesIt) {
                    dir.file("vanishing.log"));
   for (int i = 0; i < 15000 && count_of(log("vanishing"), "saved checkpoint") == 0; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
-  std::filesystem::remove_all(out);
-  std::ofstream(out) << "not a folder";
+  // The run keeps writing into out (checkpoints, the report): move it away at once and put a file
+  // in its place, again if the run recreated the folder in between.
+  for (int attempt = 0; attempt < 100 && !std::filesystem::is_regular_file(out); ++attempt) {
+    std::error_code ec;
+    std::filesystem::rename(out, out + ".moved" + std::to_string(attempt), ec);
+    std::ofstream(out) << "not a folder";
+  }
+  ASSERT_TRUE(std::filesystem::is_regular_file(out));
   const auto failed_at = std::chrono::steady_clock::now();
   EXPECT_EQ(run.wait(), 1);
   EXPECT_LT(std::chrono::steady_clock::now() - failed_at, std::chrono::seconds(20));
