@@ -115,6 +115,10 @@ std::string utf8_error_message(const SourceFile& file, uint64_t offset, const Ut
          error.reason + ")";
 }
 
+[[noreturn]] void fail_changed(const SourceFile& file) {
+  throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
+}
+
 // Pass 1 for chars: validates each file, counts its characters and marks the code points seen.
 class CharScanner {
  public:
@@ -258,8 +262,7 @@ class CharEncoder {
           return changed ? block.size() : stops.back();
         },
         stop_signal_);
-    if (changed || hash != file.hash)
-      throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
+    if (changed || hash != file.hash) fail_changed(file);
   }
 
  private:
@@ -326,63 +329,86 @@ CorpusSources list_corpus_sources(const CorpusSpec& spec) {
   return sources;
 }
 
-DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& listed, const std::string& out_dir,
-                                const std::atomic<int>* stop_signal) {
-  const auto start = std::chrono::steady_clock::now();
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw UserError("cannot create " + out_dir + ": " + ec.message(), 1);
-  std::filesystem::remove(std::filesystem::path(out_dir) / kManifestName, ec);
+namespace {
 
-  DatasetManifest m;
-  m.train_sources = listed.train;
-  m.val_sources = listed.val;
-  m.val_fraction = spec.val_fraction;
-  const bool chars = spec.vocab == VocabKind::chars;
-  std::string buffer;
+// One preparation: pass 1 over the sources (hashes, validity, counts, vocabulary), the split,
+// pass 2 (tokens, in order, split between the two files), then the manifest.
+class Preparation {
+ public:
+  Preparation(const CorpusSpec& spec, const CorpusSources& listed, const std::atomic<int>* stop_signal)
+      : spec_(spec),
+        stop_signal_(stop_signal),
+        chars_(spec.vocab == VocabKind::chars),
+        scanner_(spec.skip_invalid_files && chars_, stop_signal) {
+    m_.train_sources = listed.train;
+    m_.val_sources = listed.val;
+    m_.val_fraction = spec.val_fraction;
+  }
 
-  // Pass 1: hashes, validity, token counts, vocabulary.
-  CharScanner scanner(spec.skip_invalid_files && chars, stop_signal);
-  auto scan_group = [&](std::vector<SourceFile>& files) {
+  DatasetManifest run(const std::string& out_dir) {
+    const std::vector<int64_t> train_file_tokens = scan_group(m_.train_sources);
+    const std::vector<int64_t> val_file_tokens = scan_group(m_.val_sources);
+    choose_vocab(train_file_tokens, val_file_tokens);
+    choose_split(train_file_tokens, val_file_tokens);
+    SplitWriter out(out_dir, m_.train_tokens, m_.token_type);
+    if (chars_) encoder_.emplace(m_.vocab, m_.token_type, stop_signal_);
+    encode_group(m_.train_sources, out);
+    encode_group(m_.val_sources, out);
+    GPT_CHECK(out.written() == m_.train_tokens + m_.val_tokens, "token count differs between the two passes");
+    out.commit();
+    ContentHash content;
+    for (const auto* group : {&m_.train_sources, &m_.val_sources})
+      for (const SourceFile& f : *group) content.update(f.hash);
+    m_.content_hash = content.hex();
+    m_.prepared_at = utc_now();
+    write_file_atomically((std::filesystem::path(out_dir) / kManifestName).string(), m_.to_json());
+    return m_;
+  }
+
+ private:
+  // Pass 1 for a group of files: each file's tokens, -1 for a skipped one.
+  std::vector<int64_t> scan_group(std::vector<SourceFile>& files) {
     std::vector<int64_t> tokens;
     for (SourceFile& file : files) {
-      if (chars) {
-        tokens.push_back(scanner.scan(file, buffer));
+      if (chars_) {
+        tokens.push_back(scanner_.scan(file, buffer_));
       } else {
         file.hash = read_in_blocks(
-            file, buffer, [](std::string_view block, bool, uint64_t) { return block.size(); }, stop_signal);
+            file, buffer_, [](std::string_view block, bool, uint64_t) { return block.size(); }, stop_signal_);
         tokens.push_back(static_cast<int64_t>(file.size));
       }
     }
     return tokens;
-  };
-  const std::vector<int64_t> train_file_tokens = scan_group(m.train_sources);
-  const std::vector<int64_t> val_file_tokens = scan_group(m.val_sources);
-  auto included = [](const std::vector<int64_t>& t) {
-    return std::count_if(t.begin(), t.end(), [](int64_t n) { return n >= 0; });
-  };
-  if (included(train_file_tokens) == 0) throw UserError("data_path: " + spec.data_path + " has no valid UTF-8 file");
-  if (!m.val_sources.empty() && included(val_file_tokens) == 0)
-    throw UserError("val_data_path: " + spec.val_data_path + " has no valid UTF-8 file");
-  if (chars && (included(train_file_tokens) > 1 || included(val_file_tokens) > 1)) scanner.mark(U'\n');
-  m.vocab = chars ? scanner.vocab() : Vocab::bytes();
-  m.token_type = smallest_token_type(m.vocab.size());
-  const int64_t train_joined = joined_tokens(train_file_tokens);
-  if (m.val_sources.empty()) {
-    m.train_tokens = static_cast<int64_t>(static_cast<double>(train_joined) * (1.0 - spec.val_fraction));
-    m.val_tokens = train_joined - m.train_tokens;
-  } else {
-    m.train_tokens = train_joined;
-    m.val_tokens = joined_tokens(val_file_tokens);
   }
-  if (m.train_tokens + m.val_tokens == 0) throw UserError("data_path: " + spec.data_path + " is empty");
 
-  // Pass 2: tokens, in order, split between the two files.
-  SplitWriter out(out_dir, m.train_tokens, m.token_type);
-  std::optional<CharEncoder> encoder;
-  if (chars) encoder.emplace(m.vocab, m.token_type, stop_signal);
-  const int32_t separator = chars ? m.vocab.id_of(U'\n').value_or(0) : kFileSeparator;
-  auto encode_group = [&](const std::vector<SourceFile>& files) {
+  static int64_t included(const std::vector<int64_t>& tokens) {
+    return std::count_if(tokens.begin(), tokens.end(), [](int64_t n) { return n >= 0; });
+  }
+
+  void choose_vocab(const std::vector<int64_t>& train_file_tokens, const std::vector<int64_t>& val_file_tokens) {
+    if (included(train_file_tokens) == 0) throw UserError("data_path: " + spec_.data_path + " has no valid UTF-8 file");
+    if (!m_.val_sources.empty() && included(val_file_tokens) == 0)
+      throw UserError("val_data_path: " + spec_.val_data_path + " has no valid UTF-8 file");
+    if (chars_ && (included(train_file_tokens) > 1 || included(val_file_tokens) > 1)) scanner_.mark(U'\n');
+    m_.vocab = chars_ ? scanner_.vocab() : Vocab::bytes();
+    m_.token_type = smallest_token_type(m_.vocab.size());
+  }
+
+  void choose_split(const std::vector<int64_t>& train_file_tokens, const std::vector<int64_t>& val_file_tokens) {
+    const int64_t train_joined = joined_tokens(train_file_tokens);
+    if (m_.val_sources.empty()) {
+      m_.train_tokens = static_cast<int64_t>(static_cast<double>(train_joined) * (1.0 - spec_.val_fraction));
+      m_.val_tokens = train_joined - m_.train_tokens;
+    } else {
+      m_.train_tokens = train_joined;
+      m_.val_tokens = joined_tokens(val_file_tokens);
+    }
+    if (m_.train_tokens + m_.val_tokens == 0) throw UserError("data_path: " + spec_.data_path + " is empty");
+  }
+
+  // Pass 2 for a group: its included files' tokens with a separator between files.
+  void encode_group(const std::vector<SourceFile>& files, SplitWriter& out) {
+    const int32_t separator = chars_ ? m_.vocab.id_of(U'\n').value_or(0) : kFileSeparator;
     bool first = true;
     for (const SourceFile& file : files) {
       if (file.skipped) continue;
@@ -392,32 +418,40 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
         out.append(typed, 1);
       }
       first = false;
-      if (chars) {
-        encoder->encode(file, buffer, out);
+      if (chars_) {
+        encoder_->encode(file, buffer_, out);
         continue;
       }
       const std::string hash = read_in_blocks(
-          file, buffer,
+          file, buffer_,
           [&](std::string_view block, bool, uint64_t) {
             out.append(block.data(), static_cast<int64_t>(block.size()));
             return block.size();
           },
-          stop_signal);
-      if (hash != file.hash)
-        throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
+          stop_signal_);
+      if (hash != file.hash) fail_changed(file);
     }
-  };
-  encode_group(m.train_sources);
-  encode_group(m.val_sources);
-  GPT_CHECK(out.written() == m.train_tokens + m.val_tokens, "token count differs between the two passes");
-  out.commit();
+  }
 
-  ContentHash content;
-  for (const auto* group : {&m.train_sources, &m.val_sources})
-    for (const SourceFile& f : *group) content.update(f.hash);
-  m.content_hash = content.hex();
-  m.prepared_at = utc_now();
-  write_file_atomically((std::filesystem::path(out_dir) / kManifestName).string(), m.to_json());
+  const CorpusSpec& spec_;
+  const std::atomic<int>* stop_signal_;
+  const bool chars_;
+  CharScanner scanner_;
+  std::optional<CharEncoder> encoder_;
+  std::string buffer_;
+  DatasetManifest m_;
+};
+
+}  // namespace
+
+DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& listed, const std::string& out_dir,
+                                const std::atomic<int>* stop_signal) {
+  const auto start = std::chrono::steady_clock::now();
+  std::error_code ec;
+  std::filesystem::create_directories(out_dir, ec);
+  if (ec) throw UserError("cannot create " + out_dir + ": " + ec.message(), 1);
+  std::filesystem::remove(std::filesystem::path(out_dir) / kManifestName, ec);
+  const DatasetManifest m = Preparation(spec, listed, stop_signal).run(out_dir);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   spdlog::info(
       "prepared {}: {:.1f} MB of text from {} file(s) into {} train + {} val tokens ({}, vocab {} {}) in {:.1f} s",
