@@ -14,9 +14,10 @@ std::vector<int32_t> validation_passage(const std::string& out_dir, const Vocab&
   if (!std::filesystem::exists(config_path, ec))
     throw UserError("no --prompt given and no " + config_path + " to find the training text; pass --prompt TEXT");
   const TrainConfig config = load_train_config(config_path, {});
-  Dataset data = Dataset::open(config.corpus(), config.cache_dir);
-  data.use_vocab(vocab, config.data_path + " (the run's data; or pass --prompt TEXT)");
-  const TokenView val = data.val();
+  const Dataset data = Dataset::open(config.corpus(), config.cache_dir);
+  // In the model's ids: in place, or only the validation split remapped (a fine-tuned model).
+  const ModelTokens val_tokens = tokens_in_vocab(data.folder(), vocab, "val");
+  const TokenView val = val_tokens.view;
   const int32_t newline = vocab.kind() == VocabKind::bytes ? int32_t{'\n'} : vocab.id_of(U'\n').value_or(-1);
   int64_t begin = 0;
   for (int64_t i = 0; i + 1 + block_size <= val.size() && i < block_size; ++i)
