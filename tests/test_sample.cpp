@@ -13,7 +13,7 @@
 namespace gpt {
 namespace {
 
-std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true) {
+std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32) {
   GptConfig c;
   c.n_layer = 2;
   c.n_head = 2;
@@ -27,6 +27,7 @@ std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true) {
   // Large random weights: sharp, position-dependent predictions, so mistakes show.
   ParamStore& p = model->params();
   for (std::size_t i = 0; i < p.padded_floats(); ++i) p.data()[i] = static_cast<float>(rng.normal() * 0.4);
+  model->set_matmul_dtype(dtype);
   return model;
 }
 
@@ -82,8 +83,8 @@ void expect_same_trace(const Trace& a, const Trace& b) {
 }
 
 void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature,
-                            int64_t block_size = 8) {
-  auto model = random_model(block_size);
+                            int64_t block_size = 8, Dtype dtype = Dtype::float32) {
+  auto model = random_model(block_size, true, dtype);
   std::vector<int32_t> prompt;
   for (int64_t i = 0; i < prompt_length; ++i) prompt.push_back(static_cast<int32_t>((i * 5 + 3) % 13));
   GenerationSettings s;
@@ -159,8 +160,15 @@ TEST(KvCache, LongPromptIsCroppedToItsEnd) {
   EXPECT_EQ(crop_prompt(prompt, 8), 0);
 }
 
-TEST(KvCache, PrefillLogitsMatchTheTrainingForward) {
-  auto model = random_model(8, false);
+// bfloat16 products: the generator rounds each weight once, the training forward as it packs it;
+// the same values, the same arithmetic.
+TEST(KvCache, Bfloat16GenerationMatchesRecomputation) {
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::bfloat16);
+  expect_same_generation(3, 20, 4, 1.0, 8, Dtype::bfloat16);
+}
+
+void expect_prefill_matches_forward(Dtype dtype) {
+  auto model = random_model(8, false, dtype);
   const std::vector<int32_t> tokens = {1, 4, 2, 12, 0, 7, 7, 3};
   Generator generator(*model);
   std::vector<float> cached;
@@ -177,17 +185,24 @@ TEST(KvCache, PrefillLogitsMatchTheTrainingForward) {
   for (std::size_t i = 0; i < cached.size(); ++i) EXPECT_NEAR(cached[i], out.logits.data[i], 1e-5) << i;
 }
 
+TEST(KvCache, PrefillLogitsMatchTheTrainingForward) {
+  expect_prefill_matches_forward(Dtype::float32);
+  expect_prefill_matches_forward(Dtype::bfloat16);
+}
+
 TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
-  auto model = random_model();
-  GenerationSettings s;
-  s.max_new_tokens = 40;
-  s.sampling = {0.9, 5, 0.9};
-  Rng a(3), b(3), c(4);
-  const auto one = testing::on_threads(1, [&] { return generate_cached(*model, {1}, s, a).tokens; });
-  const auto two = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, b).tokens; });
-  const auto other_seed = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, c).tokens; });
-  EXPECT_EQ(one, two);
-  EXPECT_NE(one, other_seed);
+  for (const Dtype dtype : {Dtype::float32, Dtype::bfloat16}) {
+    auto model = random_model(8, true, dtype);
+    GenerationSettings s;
+    s.max_new_tokens = 40;
+    s.sampling = {0.9, 5, 0.9};
+    Rng a(3), b(3), c(4);
+    const auto one = testing::on_threads(1, [&] { return generate_cached(*model, {1}, s, a).tokens; });
+    const auto two = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, b).tokens; });
+    const auto other_seed = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, c).tokens; });
+    EXPECT_EQ(one, two);
+    EXPECT_NE(one, other_seed);
+  }
 }
 
 TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {

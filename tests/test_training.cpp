@@ -65,6 +65,31 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(one.val, two.val);
 }
 
+// dtype bfloat16: thread-independent like float32, close to it but not the same, and the
+// checkpoint (float32 weights) says which dtype sampling and evaluation should use.
+TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
+  const testing::ThreadCount restore;
+  TrainConfig c = tiny_config(dir, corpus);
+  c.n_embd = 64;
+  c.batch_size = 16;
+  run_training(c, nullptr);
+  const LoggedRun float32 = read_metrics(c.out_dir);
+  EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::float32);
+  c.dtype = "bfloat16";
+  c.threads = 1;
+  run_training(c, nullptr);
+  const LoggedRun one = read_metrics(c.out_dir);
+  c.threads = 3;
+  run_training(c, nullptr);
+  const LoggedRun three = read_metrics(c.out_dir);
+  EXPECT_EQ(one.train, three.train);
+  EXPECT_EQ(one.val, three.val);
+  ASSERT_EQ(one.val.size(), float32.val.size());
+  EXPECT_NE(one.val, float32.val);
+  for (std::size_t i = 0; i < one.val.size(); ++i) EXPECT_NEAR(one.val[i].second, float32.val[i].second, 0.02);
+  EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::bfloat16);
+}
+
 TEST_F(Training, ResumedRunReproducesTheUninterruptedRun) {
   expect_resumed_run_reproduces(tiny_config(dir, corpus), dir.file("split"));
 }

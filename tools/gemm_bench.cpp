@@ -1,6 +1,7 @@
 // GEMM microbenchmark: our kernel (src/kernels/gemm.cpp) against OpenBLAS cblas_sgemm on the
-// GPT models' shapes, in the three forms training uses. Benchmark only: OpenBLAS is never linked
-// into gpt. Built and run by tools/bench_vs_torch.sh; prints one JSON object per line.
+// GPT models' shapes, in the three forms training uses, and our bfloat16-input kernel against the
+// measured bfloat16 peak. Benchmark only: OpenBLAS is never linked into gpt. Built and run by
+// tools/bench_vs_torch.sh; prints one JSON object per line.
 #include <cblas.h>
 #include <omp.h>
 
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
 
 namespace {
@@ -44,6 +46,8 @@ int main() {
       {"big c_fc dx    dy W", false, false, 16384, 384, 1536}, {"big c_fc dW    dy^T x", true, false, 1536, 384, 16384},
   };
   gpt::Rng rng(1);
+  const double fp32_peak = gpt::measure_peak_gflops(gpt::Dtype::float32, 1.0);
+  const double bf16_peak = gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0);
   for (const Shape& s : shapes) {
     std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
     for (auto& x : A) x = static_cast<float>(rng.normal());
@@ -59,10 +63,17 @@ int main() {
                       1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
         },
         reps);
+    const double bf16 = median_seconds(
+        [&] {
+          gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false,
+                    gpt::Dtype::bfloat16);
+        },
+        reps);
     std::printf(
         "{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
-        "\"ratio\": %.2f, \"kernel\": \"%s\", \"threads\": %d}\n",
+        "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
+        "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"threads\": %d}\n",
         s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
-        omp_get_max_threads());
+        fp32_peak, flops / bf16 * 1e-9, gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, omp_get_max_threads());
   }
 }

@@ -5,6 +5,9 @@
 #   tools/search_10min.sh NAME "FLAGS" [SEED ...]     one candidate (flags override configs/shakespeare_char.json)
 #   tools/search_10min.sh l6e192 "--n_layer 6 --n_head 6 --n_embd 192 --block_size 128 --batch_size 32" 1337
 #   BUDGET=5m tools/search_10min.sh ...              a shorter budget for a first pass
+#   ITERS=1850 tools/search_10min.sh ...             a first pass by iterations instead of the clock: the
+#     count that fits 10 minutes on the idle machine (from a short timed probe); the result is the same
+#     bits on any thread count or load, so first passes can share the machine (nice) with other work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name=${1:?usage: tools/search_10min.sh NAME "FLAGS" [SEED ...]}
@@ -20,9 +23,14 @@ tools/fetch_shakespeare.sh > /dev/null
 for seed in "${seeds[@]}"; do
   out="$work/$name-$seed"
   rm -rf "$out"
-  "$gpt" train --config configs/shakespeare_char.json --data_path "$work/data" --max_time "$budget" --seed "$seed" \
+  if [[ -n ${ITERS:-} ]]; then
+    length=(--max_iters "$ITERS" --lr_decay_iters "$ITERS")
+  else
+    length=(--max_time "$budget")
+  fi
+  "$gpt" train --config configs/shakespeare_char.json --data_path "$work/data" "${length[@]}" --seed "$seed" \
     --out_dir "$out" "${flags[@]}" > "$out.log" 2>&1
-  iters=$(grep -o 'ending at iteration [0-9]*' "$out.log" | grep -o '[0-9]*$' || echo "?")
+  iters=$(grep -o 'done: [0-9]* iterations' "$out.log" | grep -o '[0-9]\+' || echo "?")
   wall=$(grep -o 'iterations in [0-9hms]*' "$out.log" | sed 's/iterations in //')
   # The whole validation split, every window (as the CPU-recipe table).
   val=$("$gpt" eval --out_dir "$out" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')

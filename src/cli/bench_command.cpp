@@ -1,6 +1,7 @@
 // gpt bench --config FILE: times training iterations of a config (forward, backward, clipping,
 // AdamW; no evaluation, no checkpoints) and reports the median ms/iter, tokens/s, GFLOP/s by
-// nanoGPT's estimate (6N + 12 L H Q T per token), MFU against the measured FMA peak, peak RSS.
+// nanoGPT's estimate (6N + 12 L H Q T per token), MFU against the measured peak of the config's
+// dtype (FMA for float32, VDPBF16PS for bfloat16 where the CPU has it), peak RSS.
 #include <omp.h>
 #include <spdlog/spdlog.h>
 #include <sys/resource.h>
@@ -48,6 +49,7 @@ int run_bench(BenchOptions& options) {
   data.check_fits(config.block_size, false);
   Gpt model(config.model_config(data.vocab().size()));
   model.init_weights(static_cast<uint64_t>(config.seed));
+  model.set_matmul_dtype(config.matmul_dtype());
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
   LocalGradientSync sync;
   const LrSchedule schedule = lr_schedule(config);
@@ -69,13 +71,14 @@ int run_bench(BenchOptions& options) {
       static_cast<double>(settings.batch_size * settings.block_size * settings.accumulation_steps);
   const double tokens_per_s = tokens_per_iter / (median * 1e-3);
   const double gflops = model.flops_per_token() * tokens_per_s * 1e-9;
-  const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_fma_peak_gflops();
+  const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_peak_gflops(config.matmul_dtype());
   const double mfu = peak > 0 ? gflops / peak : 0;
   const double rss = peak_rss_mib();
   if (options.json) {
     nlohmann::ordered_json j = {{"config", options.config_path},
                                 {"threads", omp_get_max_threads()},
-                                {"kernel", gemm_kernel_name()},
+                                {"dtype", config.dtype},
+                                {"kernel", gemm_kernel_name(config.matmul_dtype())},
                                 {"parameters", model.params().parameter_count()},
                                 {"iters", options.iters},
                                 {"median_ms_per_iter", median},
@@ -88,12 +91,13 @@ int run_bench(BenchOptions& options) {
                                 {"peak_rss_mib", rss}};
     std::printf("%s\n", j.dump().c_str());
   } else {
-    std::printf("%s: %lld parameters, %d threads, %s kernel\n", options.config_path.c_str(),
-                static_cast<long long>(model.params().parameter_count()), omp_get_max_threads(), gemm_kernel_name());
+    std::printf("%s: %lld parameters, %d threads, %s\n", options.config_path.c_str(),
+                static_cast<long long>(model.params().parameter_count()), omp_get_max_threads(),
+                describe_matmul(config.matmul_dtype()).c_str());
     std::printf("median %.2f ms/iter (min %.2f) over %lld iterations, %.0f tokens/s\n", median, ms.front(),
                 static_cast<long long>(options.iters), tokens_per_s);
-    std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s FMA peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops,
-                100 * mfu, peak, static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
+    std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s %s peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops,
+                100 * mfu, peak, config.dtype.c_str(), static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
   }
   return 0;
 }
@@ -106,7 +110,8 @@ Command add_bench_command(CLI::App& app) {
   sub->add_option("--config", options->config_path, "JSON config file")->check(CLI::ExistingFile);
   sub->add_option("--iters", options->iters, "timed iterations")->capture_default_str();
   sub->add_option("--warmup", options->warmup, "untimed iterations first")->capture_default_str();
-  sub->add_option("--peak_gflops", options->peak_gflops, "FP32 peak for MFU (default: measured by an FMA probe)");
+  sub->add_option("--peak_gflops", options->peak_gflops,
+                  "peak GFLOP/s for MFU (default: measured by a probe of the dtype's instruction)");
   sub->add_flag("--json", options->json, "print one JSON object");
   add_config_flags(sub, options->config_flags);
   return {sub, [options] { return run_bench(*options); }};

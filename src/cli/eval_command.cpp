@@ -10,6 +10,7 @@
 #include <numbers>
 
 #include "cli/commands.h"
+#include "cli/dtype_option.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
@@ -34,6 +35,7 @@ struct EvalOptions {
   int64_t max_chars = 20000;
   std::string report;
   bool max_chars_given = false;
+  std::string dtype;  // "" = the checkpoint's
 };
 
 // --report: the surprisal view of the text's first max_chars characters (3000 unless given).
@@ -76,6 +78,7 @@ int run_eval(const EvalOptions& options) {
   setup_logging(options.json);
   if (options.threads > 0) omp_set_num_threads(options.threads);
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  apply_dtype_option(options.dtype, *loaded.model);
   const ModelTokens text = tokens_in_vocab(options.data_path, loaded.vocab, options.split);
   if (options.sampler_context) return run_sampler_context_eval(options, loaded, text);
   if (!options.report.empty()) write_surprisal_report(options, loaded, text);
@@ -114,6 +117,7 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--split", options->split, "of a prepared dataset: val, train or all")->capture_default_str();
   sub->add_flag("--json", options->json, "print {\"loss\", \"bpc\", \"tokens\"} as JSON");
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
+  add_dtype_option(sub, options->dtype);
   sub->add_flag("--sampler_context", options->sampler_context,
                 "score every character as gpt sample conditions it (one-character prompt, then exact or shifting "
                 "window) instead of non-overlapping windows");

@@ -15,12 +15,14 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "cli/dtype_option.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/random_streams.h"
 #include "data/dataset.h"
 #include "data/utf8.h"
 #include "io/checkpoint.h"
+#include "kernels/gemm.h"
 #include "sample/text_generation.h"
 
 namespace gpt {
@@ -38,6 +40,7 @@ struct SampleOptions {
   int threads = 0;
   bool quiet = false;
   bool raw = false;
+  std::string dtype;  // "" = the checkpoint's
 };
 
 // Writes generated text to stdout as it comes, optionally through a Utf8Repair.
@@ -81,6 +84,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   if (options.threads > 0) omp_set_num_threads(options.threads);
   LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
   Gpt& model = *loaded.model;
+  apply_dtype_option(options.dtype, model);
   const int64_t block_size = model.config().block_size;
   if (options.generation.context_shift > block_size)
     throw UserError("--context_shift must be at most block_size (" + std::to_string(block_size) + ")");
@@ -105,10 +109,11 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   if (const int64_t dropped = crop_prompt(prompt, block_size); dropped > 0)
     spdlog::warn("the prompt has {} {}; only its last {} (block_size) condition the text", prompt.size() + dropped,
                  loaded.vocab.token_noun(), block_size);
-  spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode", loaded.path, model.params().parameter_count(),
+  spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode; {}", loaded.path, model.params().parameter_count(),
                block_size, loaded.vocab.size(),
                options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift)
-                                                : std::string("exact"));
+                                                : std::string("exact"),
+               describe_matmul(model.matmul_dtype()));
 
   const GenerationSettings& settings = options.generation;
   // Characters are always valid UTF-8; bytes may not be: a terminal gets U+FFFD for invalid ones.
@@ -178,6 +183,7 @@ Command add_sample_command(CLI::App& app) {
                   "character then sees block_size-N+1 .. block_size characters)")
       ->capture_default_str();
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores)");
+  add_dtype_option(sub, options->dtype);
   sub->add_flag("--quiet", options->quiet, "print only the generated text");
   sub->add_flag("--raw", options->raw,
                 "byte-level models: print the bytes as generated, even to a terminal (by default a terminal gets "

@@ -57,6 +57,7 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
   weights.set_metadata("format", "pt");
   weights.set_metadata("config", model.config().to_json().dump());
   weights.set_metadata("vocab", vocab.to_json());
+  weights.set_metadata("dtype", dtype_name(model.matmul_dtype()));
 
   std::string state_name;
   if (state) {
@@ -106,6 +107,11 @@ LoadedModel load_model(const std::string& path_or_dir) {
                         " characters but the config says vocab_size " + std::to_string(config.vocab_size),
                     1);
   auto model = std::make_unique<Gpt>(config);
+  if (reader.has_metadata("dtype")) {
+    const std::optional<Dtype> dtype = parse_dtype(reader.metadata("dtype"));
+    if (!dtype) throw UserError(path + ": metadata \"dtype\" must be \"float32\" or \"bfloat16\"", 1);
+    model->set_matmul_dtype(*dtype);
+  }
   ParamStore& params = model->params();
   for (int i = 0; i < params.size(); ++i)
     reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);

@@ -1,7 +1,9 @@
 // Checkpoints in out_dir:
-//   model.safetensors             the weights under nanoGPT's names, with metadata "config" (the
-//                                 model config as JSON), "vocab" (JSON array of the characters in
-//                                 id order) and, for a training run, "train_state" (a file name);
+//   model.safetensors             the weights (float32 always) under nanoGPT's names, with metadata
+//                                 "config" (the model config as JSON), "vocab" (JSON array of the
+//                                 characters in id order), "dtype" (the matrix products' format it
+//                                 was trained with, which sampling and evaluation use unless told
+//                                 otherwise) and, for a training run, "train_state" (a file name);
 //   train_state-<tag>.safetensors  the optimizer's state buffers by name ("<buffer>.<parameter>",
 //                                 e.g. "exp_avg.transformer.wte.weight"), the optimizer's name and
 //                                 step, and the loop state (iteration, best val loss) in metadata.
@@ -55,6 +57,7 @@ struct LoadedModel {
 
 // Loads model.safetensors from a file path or from out_dir/model.safetensors; validates shapes,
 // config and vocabulary. UserError (exit 1) naming the file on any problem; exit 2 when absent.
+// The model's matmul dtype is the checkpoint's (float32 when it does not say).
 LoadedModel load_model(const std::string& path_or_dir);
 
 // Restores the optimizer's buffers (into optimizer.buffers, by name) and step, and the loop state

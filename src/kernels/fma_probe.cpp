@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include "kernels/gemm.h"
 
@@ -26,27 +27,65 @@ __attribute__((target("avx2,fma"))) double fma_chains_avx2(long rounds) {
   return sink;
 }
 
-__attribute__((target("avx512f"))) double fma_chains_avx512(long rounds) {
-  __m512 acc[12];
-  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
-  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
-  for (long r = 0; r < rounds; ++r)
-    for (auto& x : acc) x = _mm512_fmadd_ps(x, a, b);
+// The chains' results are used (so they cannot be optimised away): the sum of their first lanes.
+__attribute__((target("avx512f"))) float first_lanes_sum(const __m512 (&acc)[12]) {
   alignas(64) float lanes[16];
   float sink = 0;
-  for (auto& x : acc) {
+  for (const auto& x : acc) {
     _mm512_store_ps(lanes, x);
     sink += lanes[0];
   }
   return sink;
 }
 
+__attribute__((target("avx512f"))) double fma_chains_avx512(long rounds) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512 a = _mm512_set1_ps(0.999999f), b = _mm512_set1_ps(1e-7f);
+  for (long r = 0; r < rounds; ++r)
+    for (auto& x : acc) x = _mm512_fmadd_ps(x, a, b);
+  return first_lanes_sum(acc);
+}
+
+// VDPBF16PS: 16 lanes x 2 multiply-adds per instruction.
+__attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains(long rounds) {
+  __m512 acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = _mm512_set1_ps(static_cast<float>(i));
+  const __m512bh a = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x3f803f80));  // (1, 1)
+  const __m512bh b = reinterpret_cast<__m512bh>(_mm512_set1_epi32(0x33d633d6));  // (1e-7, 1e-7)
+  for (long r = 0; r < rounds; ++r)
+    for (auto& x : acc) x = _mm512_dpbf16_ps(x, a, b);
+  return first_lanes_sum(acc);
+}
+
 }  // namespace
 
-double measure_fma_peak_gflops(double seconds) {
+double vdpbf16ps_speedup() {
+  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  auto best_seconds = [](auto chains) {
+    chains(20000);  // warm up
+    double best = 1e9;
+    for (int trial = 0; trial < 3; ++trial) {
+      const auto start = std::chrono::steady_clock::now();
+      g_probe_sink = g_probe_sink + chains(100000);
+      best = std::min(best, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    return best;
+  };
+  // The same number of instructions: VDPBF16PS does 2 multiply-adds per lane, an FMA 1.
+  const double dp = best_seconds(dpbf16_chains), fma = best_seconds(fma_chains_avx512);
+  return 2.0 * fma / dp;
+}
+
+double measure_peak_gflops(Dtype inputs, double seconds) {
   const int width = gemm_vector_width();
   if (width <= 1) return 0.0;  // portable kernel: no SIMD peak to speak of
-  auto run = [&](long rounds) { return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds); };
+  const bool bf16 = inputs == Dtype::bfloat16 && std::string_view(gemm_kernel_name(inputs)) == "avx512-bf16";
+  auto run = [&](long rounds) {
+    if (bf16) return dpbf16_chains(rounds);
+    return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds);
+  };
+  const double flops_per_lane = bf16 ? 4.0 : 2.0;
   run(100000);  // warm up the vector units (and their clock)
   // The peak is a maximum: on a shared machine other work only ever slows a trial down, so take
   // the best of several short trials rather than one long one.
@@ -63,7 +102,7 @@ double measure_fma_peak_gflops(double seconds) {
       if (elapsed >= seconds / kTrials) break;
       rounds *= 2;
     }
-    const double flops = static_cast<double>(rounds) * 12.0 * width * 2.0 * omp_get_max_threads();
+    const double flops = static_cast<double>(rounds) * 12.0 * width * flops_per_lane * omp_get_max_threads();
     best = std::max(best, flops / elapsed * 1e-9);
   }
   g_probe_sink = sink;  // the chains' results are used, so they cannot be optimised away

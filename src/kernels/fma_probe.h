@@ -1,11 +1,18 @@
-// Measures this machine's FP32 fused-multiply-add throughput with the vector width the GEMM
-// kernel uses: every thread runs independent FMA chains for a fixed time. It is the "peak" that
-// `gpt bench` and `gpt train` report model FLOPs utilisation (MFU) against.
+// Measures this machine's multiply-add throughput for the GEMM's inputs: FP32 FMAs with the
+// vector width the float32 kernel uses, or VDPBF16PS for bfloat16 where the CPU has it (the
+// emulation elsewhere runs on the FMA units: their peak). Every thread runs independent chains for
+// a fixed time. It is the "peak" that `gpt bench` and `gpt train` report MFU against.
 #pragma once
+
+#include "kernels/dtype.h"
 
 namespace gpt {
 
-// GFLOP/s over all OpenMP threads (2 FLOPs per lane per FMA), measured for about `seconds`.
-double measure_fma_peak_gflops(double seconds = 0.3);
+// GFLOP/s over all OpenMP threads (2 FLOPs per multiply-add), measured for about `seconds`.
+double measure_peak_gflops(Dtype inputs, double seconds = 0.3);
+
+// On a CPU with AVX512_BF16: VDPBF16PS's multiply-adds per second over AVX-512 FMAs', one thread,
+// a few milliseconds each (how the bfloat16 GEMM picks its kernel). 0 without AVX512_BF16.
+double vdpbf16ps_speedup();
 
 }  // namespace gpt

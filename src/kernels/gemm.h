@@ -9,32 +9,46 @@
 // micro-kernel (or AVX-512's) and in the portable one (std::fma), so all paths are bit-identical.
 // A single row times a transposed matrix (M = 1, trans_b: a Linear layer on one token) takes a
 // dot-product path instead of packing; its summation order differs from the tiled path's.
+//
+// With bfloat16 inputs (Dtype::bfloat16) both operands are rounded to bfloat16 while they are
+// packed and each C element is accumulated in float32 over pairs of k, in k order, with the
+// arithmetic of AVX512_BF16's VDPBF16PS (kernels/bfloat16.h): that instruction where the CPU has
+// it, an exact emulation elsewhere, the same bits on both and on any thread count. Every shape,
+// M = 1 included, takes the tiled path.
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "core/aligned_buffer.h"
+#include "kernels/dtype.h"
 
 namespace gpt {
 
 void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda, const float* B,
-          int64_t ldb, float* C, int64_t ldc, bool accumulate);
+          int64_t ldb, float* C, int64_t ldc, bool accumulate, Dtype inputs = Dtype::float32);
 
 // op(B) packed once into the GEMM's internal layout, for a right-hand matrix that many products
 // reuse unchanged (inference weights): C[M,N] (+)= A[M,K] op(B), with A not transposed, then
-// skips the per-call packing. Results are the same bits as gemm()'s. Packed for the kernel active
-// when it was built (gemm_force_portable afterwards is an error).
+// skips the per-call packing. Results are the same bits as gemm()'s with the same `inputs`
+// (bfloat16: the weights are rounded once, here). Packed for the kernel active when it was built
+// (gemm_force_portable afterwards is an error).
 class PackedMatrix {
  public:
   PackedMatrix() = default;
-  PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb);
+  PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs = Dtype::float32);
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
   int64_t nr() const { return nr_; }
-  const float* data() const { return data_.data(); }
+  Dtype dtype() const { return dtype_; }
+  const char* kernel_name() const { return kernel_name_; }
+  const float* data() const { return data_.data(); }  // bfloat16 pairs for Dtype::bfloat16
 
  private:
   int64_t K_ = 0, N_ = 0, nr_ = 0;
+  Dtype dtype_ = Dtype::float32;
+  const char* kernel_name_ = nullptr;
   AlignedBuffer<float> data_;
 };
 void gemm_prepacked(int64_t M, const float* A, int64_t lda, const PackedMatrix& B, float* C, int64_t ldc,
@@ -52,10 +66,19 @@ void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const flo
                                  bool accumulate);
 
 // Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
-// "avx2-fma" or "portable"; and its vector width in floats (1 for portable).
-const char* gemm_kernel_name();
+// "avx2-fma" or "portable" for float32 inputs, "avx512-bf16" or "bf16-emulated" for bfloat16;
+// and the float32 kernel's vector width in floats (1 for portable).
+const char* gemm_kernel_name(Dtype inputs = Dtype::float32);
 int gemm_vector_width();
-// Forces the portable micro-kernel (tests compare both paths bit for bit).
+// For logs: the products' input format and the kernel that runs them (saying so when bfloat16 is
+// emulated, which is exact but slower than float32).
+std::string describe_matmul(Dtype inputs);
+// Forces the portable micro-kernels, float32 and bfloat16 (tests compare both paths bit for bit).
 void gemm_force_portable(bool force);
+// The bfloat16 kernels this CPU can run ("avx512-bf16": VDPBF16PS; "avx512-fma-bf16",
+// "avx2-fma-bf16": float32 FMAs on rounded inputs; "portable-bf16"), and forcing one of them
+// (nullptr: the automatic choice). All give the same bits.
+std::vector<const char*> gemm_bfloat16_kernels();
+void gemm_force_bfloat16_kernel(const char* name);
 
 }  // namespace gpt

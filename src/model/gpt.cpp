@@ -20,18 +20,19 @@ struct TapeExecutor {
   float dropout;
   Rng& rng;
   bool training;
+  Dtype matmul_dtype;
 
   Tensor embed(const Tensor& wte, const Tensor& wpe) {
     return token_position_embedding(g, wte, wpe, idx, B, T, dropout, rng, training);
   }
   Tensor norm_linear(const Tensor& x, const NormWeights& norm, const LinearWeights& linear) {
-    return layernorm_linear(g, x, norm.weight, norm.bias, linear.weight, linear.bias);
+    return layernorm_linear(g, x, norm.weight, norm.bias, linear.weight, linear.bias, matmul_dtype);
   }
   Tensor attention(const Tensor& qkv, int64_t /*layer*/) {
     return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training);
   }
   Tensor residual(const Tensor& x, const Tensor& in, Activation act, const LinearWeights& linear) {
-    return residual_projection(g, x, in, act, linear.weight, linear.bias, dropout, rng, training);
+    return residual_projection(g, x, in, act, linear.weight, linear.bias, dropout, rng, training, matmul_dtype);
   }
 };
 
@@ -45,7 +46,7 @@ Gpt::Gpt(const GptConfig& config) : config_(config) {
 Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, const int32_t* targets, bool training,
                          Rng& dropout_rng) {
   GPT_CHECK(T >= 1 && T <= config_.block_size, "sequence length " + std::to_string(T) + " outside [1, block_size]");
-  TapeExecutor executor{g, idx, B, T, config_.n_head, config_.dropout, dropout_rng, training};
+  TapeExecutor executor{g, idx, B, T, config_.n_head, config_.dropout, dropout_rng, training, matmul_dtype_};
   Output out;
   out.logits = run_gpt(config_, weights_, executor);
   if (targets) out.loss = cross_entropy(g, reshape(out.logits, Shape{B * T, config_.vocab_size}), targets);

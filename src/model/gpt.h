@@ -9,6 +9,7 @@
 #include "core/graph.h"
 #include "core/param_store.h"
 #include "core/rng.h"
+#include "kernels/dtype.h"
 #include "model/gpt_config.h"
 #include "model/gpt_weights.h"
 
@@ -29,6 +30,10 @@ class Gpt {
   ParamStore& params() { return params_; }
   const GptWeights& weights() const { return weights_; }
   void set_dropout(float p) { config_.dropout = p; }
+  // The Linear layers' matrix products in float32 or bfloat16 (mixed precision, `dtype`): a
+  // setting of the run, like dropout; the weights stay float32.
+  void set_matmul_dtype(Dtype dtype) { matmul_dtype_ = dtype; }
+  Dtype matmul_dtype() const { return matmul_dtype_; }
 
   // Every parameter from the init rule it was declared with (gpt_weights.cpp), each from its own
   // random stream keyed by (seed, parameter name).
@@ -46,6 +51,7 @@ class Gpt {
   GptConfig config_;
   ParamStore params_;
   GptWeights weights_;
+  Dtype matmul_dtype_ = Dtype::float32;
 };
 
 }  // namespace gpt

@@ -13,7 +13,7 @@
 namespace gpt {
 
 Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias, const Tensor& weight,
-                        const Tensor& bias) {
+                        const Tensor& bias, Dtype inputs) {
   const int64_t C = x.shape.last(), rows = x.shape.rows();
   GPT_CHECK(ln_weight.shape == Shape{C}, "layernorm weight " + ln_weight.shape.str() + " for input " + x.shape.str());
   if (defined(ln_bias)) GPT_CHECK(ln_bias.shape == Shape{C}, "layernorm bias " + ln_bias.shape.str());
@@ -31,7 +31,7 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
   {
     Borrowed normed(g, normed_count);
     layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
-    detail::linear_forward(normed.data(), weight.data, bias.data, y.data, rows, C, out_features);
+    detail::linear_forward(normed.data(), weight.data, bias.data, y.data, rows, C, out_features, inputs);
   }
   if (y.requires_grad()) {
     Graph* graph = &g;
@@ -39,10 +39,10 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
       Borrowed normed(*graph, normed_count);
       layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
       detail::linear_backward(normed.data(), weight.data, y.grad(), nullptr, weight.grad_accumulator(),
-                              bias.grad_accumulator(), rows, C, out_features);
+                              bias.grad_accumulator(), rows, C, out_features, inputs);
       if (!x.requires_grad() && !ln_weight.requires_grad() && !ln_bias.requires_grad()) return;
       float* d_normed = normed.data();  // the normalised rows are no longer needed: reuse the buffer
-      gemm(false, false, rows, C, out_features, y.grad(), out_features, weight.data, C, d_normed, C, false);
+      gemm(false, false, rows, C, out_features, y.grad(), out_features, weight.data, C, d_normed, C, false, inputs);
       layernorm_backward(x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
                          ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
     });

@@ -31,10 +31,12 @@ struct DropoutMask {
 // Scatter-adds rows of dout into the rows of dtable picked by ids.
 void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C);
 
-// y = x W^T + b (b may be null); x: [rows, in], W: [out, in], y: [rows, out].
-void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in, int64_t out);
+// y = x W^T + b (b may be null); x: [rows, in], W: [out, in], y: [rows, out]. `inputs`: the
+// products' input format (bfloat16: x, W and dy rounded as they are packed; sums in float32).
+void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in, int64_t out,
+                    Dtype inputs);
 // dx += dy W, dw += dy^T x, db += column sums of dy (each skipped when null).
 void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t rows,
-                     int64_t in, int64_t out);
+                     int64_t in, int64_t out, Dtype inputs);
 
 }  // namespace gpt::detail

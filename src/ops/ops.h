@@ -15,6 +15,7 @@
 #include "core/graph.h"
 #include "core/rng.h"
 #include "kernels/activation.h"
+#include "kernels/dtype.h"
 
 namespace gpt {
 
@@ -62,7 +63,9 @@ Tensor mean(Graph& g, const Tensor& x);
 // ---- fused ops -------------------------------------------------------------------------------
 
 // x W^T + b. x: [..., in], weight: [out, in] (PyTorch's layout), bias: [out] or absent.
-Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);
+// `inputs` (here and in the fused projections below): the matrix products' input format, float32
+// or bfloat16 (mixed precision: inputs rounded, sums, outputs and gradients in float32).
+Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias, Dtype inputs = Dtype::float32);
 
 // Rows of table [V, C] picked by ids (each in [0, V)); output ids_shape + (C). Backward scatter-adds.
 Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_shape);
@@ -82,13 +85,13 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
 // layernorm then linear: layernorm(x; ln_weight, ln_bias) W^T + b, keeping only per-row
 // statistics (the normalised rows are recomputed in backward). Either bias may be absent.
 Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias, const Tensor& weight,
-                        const Tensor& bias);
+                        const Tensor& bias, Dtype inputs = Dtype::float32);
 
 // residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
 // keeping neither act(x) nor the projection. Same values and the same Rng draws as
 // add(residual, dropout(linear(act(x), weight, bias), p, rng, training)).
 Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
-                           const Tensor& bias, float dropout_p, Rng& rng, bool training);
+                           const Tensor& bias, float dropout_p, Rng& rng, bool training, Dtype inputs = Dtype::float32);
 
 // Mean over rows of -log softmax(logits)[target]. logits: [N, V]; targets: N ids in [0, V).
 Tensor cross_entropy(Graph& g, const Tensor& logits, const int32_t* targets);

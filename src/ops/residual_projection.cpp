@@ -16,7 +16,7 @@
 namespace gpt {
 
 Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
-                           const Tensor& bias, float dropout_p, Rng& rng, bool training) {
+                           const Tensor& bias, float dropout_p, Rng& rng, bool training, Dtype inputs) {
   GPT_CHECK(weight.shape.rank == 2, "projection weight must be [out, in], got " + weight.shape.str());
   const int64_t in = weight.shape[1], out_features = weight.shape[0], rows = x.shape.rows();
   GPT_CHECK(x.shape.last() == in, "projection input " + x.shape.str() + " does not match weight " + weight.shape.str());
@@ -34,7 +34,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       gelu_forward(x.data, activated.data(), n_in);
       input = activated.data();
     }
-    detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features);
+    detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features, inputs);
   }
   const float* r = residual.data;
   float* y = out.data;
@@ -54,14 +54,14 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       mask.apply_in_place(dy, n);
       if (act == Activation::none) {
         detail::linear_backward(x.data, weight.data, dy, x.grad_accumulator(), weight.grad_accumulator(),
-                                bias.grad_accumulator(), rows, in, out_features);
+                                bias.grad_accumulator(), rows, in, out_features, inputs);
         return;
       }
       {
         Borrowed activated(*graph, static_cast<std::size_t>(n_in));
         gelu_forward(x.data, activated.data(), n_in);
         detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
-                                bias.grad_accumulator(), rows, in, out_features);
+                                bias.grad_accumulator(), rows, in, out_features, inputs);
       }
       if (!x.requires_grad()) return;
       // d(GELU(x)) = dy W, then through GELU'. When x has no gradient yet (the MLP's hidden layer
@@ -69,12 +69,13 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       // place GELU(x) just gave back: one hidden-sized buffer alive here instead of two.
       if (!x.grad() && x.grad_slot->pool) {
         float* dx = x.grad_to_overwrite();
-        gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false);
+        gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false, inputs);
         gelu_backward_in_place(x.data, dx, n_in);
         return;
       }
       Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
-      gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false);
+      gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false,
+           inputs);
       gelu_backward(x.data, d_activated.data(), x.grad_accumulator(), n_in);
     });
   }

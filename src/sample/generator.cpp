@@ -34,9 +34,9 @@ Range my_share(int64_t count, int64_t granule) {
   return {std::min(count, units * t / threads * granule), std::min(count, units * (t + 1) / threads * granule)};
 }
 
-// Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null). A step of a single
-// row takes the dot-product path, any other the prepacked GEMM: the arithmetic of linear() and
-// gemm_prepacked(), whichever thread computes the tile.
+// Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null). A float32 step of a
+// single row takes the dot-product path, any other the prepacked GEMM: the arithmetic of linear()
+// and gemm_prepacked() in the packed matrix's dtype, whichever thread computes the tile.
 void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, const Tensor& w,
                  const PackedMatrix& packed, const float* bias, float* y) {
   const int64_t N = w.shape[0], K = w.shape[1];
@@ -55,8 +55,9 @@ void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, c
 Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
                   float* y) {
   const int64_t N = w.shape[0];
-  const Range cols = rows == 1 ? my_share(N, kDotGranule) : my_share(N, packed.nr());
-  linear_tile(x, {0, rows}, cols, rows == 1, w, packed, bias, y);
+  const bool dot_products = rows == 1 && packed.dtype() == Dtype::float32;
+  const Range cols = dot_products ? my_share(N, kDotGranule) : my_share(N, packed.nr());
+  linear_tile(x, {0, rows}, cols, dot_products, w, packed, bias, y);
   return cols;
 }
 
@@ -94,8 +95,9 @@ void head_attention(const float* qkv, const float* keys, const float* values, in
   if (batched) gemm(false, false, nq, hs, total, scores, total, values + h * hs, C, out + h * hs, C, false);
 }
 
-PackedMatrix packed_transpose(const Tensor& w) {
-  return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1]);
+// W^T packed once for the generator's life: for bfloat16 products, the weights are rounded here.
+PackedMatrix packed_transpose(const Tensor& w, Dtype inputs) {
+  return PackedMatrix(true, w.shape[1], w.shape[0], w.data, w.shape[1], inputs);
 }
 
 }  // namespace
@@ -297,7 +299,8 @@ Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), 
     keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
     values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
   }
-  for (const LinearWeights* linear : model.weights().linears()) packed_.push_back(packed_transpose(linear->weight));
+  for (const LinearWeights* linear : model.weights().linears())
+    packed_.push_back(packed_transpose(linear->weight, model.matmul_dtype()));
   last_logits_.resize(static_cast<std::size_t>(batch * c.vocab_size));
 }
 

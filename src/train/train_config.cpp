@@ -113,6 +113,9 @@ const std::vector<ConfigKey>& config_keys() {
        "under mpirun: 1 shards the optimizer state across processes (ZeRO-1), 0 does not"},
       {"check_replicas", &C::check_replicas,
        "under mpirun: after every step, check that all processes hold the same weights"},
+      {"dtype", &C::dtype,
+       "the Linear layers' matrix products: \"float32\", or \"bfloat16\" (mixed precision: inputs rounded to "
+       "bfloat16, sums and everything else float32; fast on CPUs with AVX512_BF16, emulated exactly elsewhere)"},
   };
   return keys;
 }
@@ -163,6 +166,7 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
   if (c.seed < 0) return {"seed", "must be >= 0"};
   if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
+  if (!parse_dtype(c.dtype)) return {"dtype", "must be \"float32\" or \"bfloat16\", got \"" + c.dtype + "\""};
   if (c.zero_stage != 0 && c.zero_stage != 1)
     return {"zero_stage", "must be 0 or 1, got " + std::to_string(c.zero_stage)};
   return {};

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "data/prepare.h"
+#include "kernels/dtype.h"
 #include "model/gpt_config.h"
 
 namespace gpt {
@@ -60,6 +61,9 @@ struct TrainConfig {
   int64_t threads = 0;
   int64_t zero_stage = 0;
   bool check_replicas = false;
+  std::string dtype = "float32";
+
+  Dtype matmul_dtype() const { return parse_dtype(dtype).value_or(Dtype::float32); }
 
   GptConfig model_config(int64_t vocab_size) const;
   CorpusSpec corpus() const;

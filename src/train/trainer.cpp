@@ -20,6 +20,7 @@
 #include "dist/world.h"
 #include "io/checkpoint.h"
 #include "kernels/fma_probe.h"
+#include "kernels/gemm.h"
 #include "model/gpt.h"
 #include "train/distributed_state.h"
 #include "train/evaluate.h"
@@ -110,8 +111,9 @@ class TrainingRun {
                  static_cast<uint64_t>(config_.seed)};
     tokens_per_iter_ =
         static_cast<double>(config_.batch_size * config_.block_size * config_.gradient_accumulation_steps);
-    // MFU: nanoGPT's flop estimate per iteration against the measured FMA peaks of all processes.
-    static const double peak_gflops = measure_fma_peak_gflops(0.2);
+    // MFU: nanoGPT's flop estimate per iteration against the measured peaks of all processes
+    // (FMA or, for bfloat16 products, VDPBF16PS).
+    static const double peak_gflops = measure_peak_gflops(config_.matmul_dtype(), 0.2);
     if (world_.is_root()) {
       write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(),
                             to_json(config_).dump(2) + "\n");
@@ -214,6 +216,7 @@ class TrainingRun {
       copy_values(model_->params().data(), base_->model->params().data(),
                   static_cast<int64_t>(model_->params().padded_floats()));
     model_->set_dropout(static_cast<float>(config_.dropout));  // a training setting: a resumed run uses the config's
+    model_->set_matmul_dtype(config_.matmul_dtype());
     if (world_.distributed())
       sync_ = std::make_unique<DataParallelSync>(world_, model_->params(), config_.zero_stage == 1);
     else
@@ -265,6 +268,7 @@ class TrainingRun {
     spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
                  model_->params().parameter_count(), config_.n_layer, config_.n_head, config_.n_embd,
                  config_.block_size, data_->vocab().size(), optimizer_->name());
+    spdlog::info("{}", describe_matmul(config_.matmul_dtype()));
     spdlog::info(
         "data: {} train / {} val tokens ({}, vocab {}) from {}, memory-mapped from {}; {} tokens per iteration",
         data_->train().size(), data_->val().size(), to_string(data_->manifest().token_type),
