@@ -51,6 +51,15 @@ for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
     o1_tps=$(echo "$one" | json "['tokens_per_s']")
     echo "| $name training tokens/s, gpt on 2 threads against gpt on 1 thread | $(printf %.0f "$o_tps") | $(printf %.0f "$o1_tps") (gpt, 1 thread) | $(ratio "$o_tps/$o1_tps") |"
   fi
+  # dtype bfloat16: ours against our float32 (above) and against PyTorch's CPU autocast.
+  ours16=$($gpt bench --config "configs/$name.json" --iters "$iters" --warmup 1 --json --dtype bfloat16)
+  theirs16=$(torch_best tools/nanogpt_train.py "configs/$name.json" --no_eval --max_iters "$iters" --json --dtype bfloat16)
+  o16_tps=$(echo "$ours16" | json "['tokens_per_s']"); t16_tps=$(echo "$theirs16" | json "['tokens_per_s']")
+  kernel16=$(echo "$ours16" | json "['kernel']"); mfu16=$(echo "$ours16" | json "['mfu']*100")
+  peak16=$(echo "$ours16" | json "['peak_gflops']")
+  echo "| $name bfloat16 training tokens/s, gpt bfloat16 ($kernel16 kernel, MFU $(printf %.0f "$mfu16")% of ${peak16%.*} GFLOP/s) against gpt float32 | $(printf %.0f "$o16_tps") | $(printf %.0f "$o_tps") (gpt float32) | $(ratio "$o16_tps/$o_tps") |"
+  echo "| $name bfloat16 training tokens/s, gpt bfloat16 against PyTorch bfloat16 autocast ($(echo "$theirs16" | json "['threads']") thread(s)) | $(printf %.0f "$o16_tps") | $(printf %.0f "$t16_tps") | $(ratio "$o16_tps/$t16_tps") |"
+  echo "| $name PyTorch bfloat16 autocast against PyTorch float32 | | $(printf %.0f "$t16_tps") / $(printf %.0f "$t_tps") | $(ratio "$t16_tps/$t_tps") |"
 done
 
 ckpt=$work/sample_model
@@ -87,12 +96,10 @@ if [[ $quick != --quick ]]; then
 fi
 
 echo
-echo "GEMM, ours vs OpenBLAS cblas_sgemm ($(nproc) threads, GFLOP/s):"
+echo "GEMM, ours vs OpenBLAS cblas_sgemm, and ours with bfloat16 inputs against the measured peak of the instruction its kernel runs on (VDPBF16PS, or FMA) ($(nproc) threads, GFLOP/s):"
 echo
-echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS |"
-echo "| --- | --- | --- | --- | --- |"
-g++ -std=c++20 -O3 -fopenmp -ffp-contract=off -Isrc tools/gemm_bench.cpp src/kernels/gemm.cpp src/core/check.cpp \
-  src/core/rng.cpp -lopenblas -o "$work/gemm_bench"
-OPENBLAS_NUM_THREADS=$(nproc) "$work/gemm_bench" | while read -r line; do
-  echo "$line" | $py -c "import json,sys; d=json.loads(sys.stdin.read()); print(f\"| {d['shape']} | {d['M']} x {d['N']} x {d['K']} | {d['ours_gflops']:.0f} | {d['openblas_gflops']:.0f} | {d['ratio']:.2f} |\")"
-done
+echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt bfloat16 (kernel) | bfloat16 / its peak | VDPBF16PS kernel / its peak |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+g++ -std=c++20 -O3 -fopenmp -ffp-contract=off -Isrc tools/gemm_bench.cpp src/kernels/gemm.cpp src/kernels/fma_probe.cpp \
+  src/core/check.cpp src/core/rng.cpp -lopenblas -o "$work/gemm_bench"
+OPENBLAS_NUM_THREADS=$(nproc) "$work/gemm_bench" | $py tools/gemm_table.py

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "core/rng.h"
@@ -48,6 +49,12 @@ int main() {
   gpt::Rng rng(1);
   const double fp32_peak = gpt::measure_peak_gflops(gpt::Dtype::float32, 1.0);
   const double bf16_peak = gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0);
+  // VDPBF16PS itself, also where the automatic choice is FMA (it was measured slower there).
+  const auto kernels = gpt::gemm_bfloat16_kernels();
+  const bool has_vdpbf16ps = std::string(kernels.front()) == "avx512-bf16";
+  gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? "avx512-bf16" : nullptr);
+  const double vdpbf16ps_peak = has_vdpbf16ps ? gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0) : 0.0;
+  gpt::gemm_force_bfloat16_kernel(nullptr);
   for (const Shape& s : shapes) {
     std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
     for (auto& x : A) x = static_cast<float>(rng.normal());
@@ -63,17 +70,20 @@ int main() {
                       1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
         },
         reps);
-    const double bf16 = median_seconds(
-        [&] {
-          gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false,
-                    gpt::Dtype::bfloat16);
-        },
-        reps);
+    const auto bf16_product = [&] {
+      gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false, gpt::Dtype::bfloat16);
+    };
+    const double bf16 = median_seconds(bf16_product, reps);
+    gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? "avx512-bf16" : nullptr);
+    const double vdpbf16ps = has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
+    gpt::gemm_force_bfloat16_kernel(nullptr);
     std::printf(
         "{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
         "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
-        "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"threads\": %d}\n",
+        "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"vdpbf16ps_gflops\": %.1f, "
+        "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d}\n",
         s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
-        fp32_peak, flops / bf16 * 1e-9, gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, omp_get_max_threads());
+        fp32_peak, flops / bf16 * 1e-9, gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak,
+        vdpbf16ps > 0 ? flops / vdpbf16ps * 1e-9 : 0.0, vdpbf16ps_peak, omp_get_max_threads());
   }
 }

@@ -5,8 +5,12 @@ torch.manual_seed(seed), get_batch with torch.randint, estimate_loss in eval mod
 warmup + cosine lr, clip_grad_norm_, iterations 0..max_iters with an eval every eval_interval.
 
     /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json [--threads N]
-        [--max_iters N] [--json]
+        [--max_iters N] [--json] [--dtype float32|bfloat16]
+
+--dtype bfloat16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16), as
+nanoGPT's train.py does with dtype = 'bfloat16' (its ctx), float32 master weights.
 """
+import contextlib
 import argparse
 import json
 import os
@@ -35,7 +39,9 @@ def main():
     ap.add_argument('--json', action='store_true')
     ap.add_argument('--save', help='write the final model as a gpt-compatible model.safetensors')
     ap.add_argument('--seed', type=int)
+    ap.add_argument('--dtype', choices=['float32', 'bfloat16'], default='float32')
     args = ap.parse_args()
+    ctx = torch.autocast('cpu', dtype=torch.bfloat16) if args.dtype == 'bfloat16' else contextlib.nullcontext()
     cfg = dict(DEFAULTS)
     with open(args.config) as f:
         cfg.update({k: v for k, v in json.load(f).items() if k in DEFAULTS or k == 'data_path'})
@@ -75,7 +81,8 @@ def main():
             losses = torch.zeros(cfg['eval_iters'])
             for k in range(cfg['eval_iters']):
                 x, y = get_batch(split)
-                _, loss = model(x, y)
+                with ctx:
+                    _, loss = model(x, y)
                 losses[k] = loss.item()
             out[split] = losses.mean().item()
         model.train()
@@ -97,7 +104,8 @@ def main():
                 print(f"step {it}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}", flush=True)
         t0 = time.time()
         for _ in range(cfg['gradient_accumulation_steps']):
-            _, loss = model(x, y)
+            with ctx:
+                _, loss = model(x, y)
             loss = loss / cfg['gradient_accumulation_steps']
             x, y = get_batch('train')
             loss.backward()

@@ -24,17 +24,22 @@
 
 namespace gpt {
 
-inline uint16_t round_to_bfloat16(float x) {
+// The float32 bits of x rounded to bfloat16 (the low 16 bits zero). The cases are selects, not
+// branches, so that packing loops vectorise.
+inline uint32_t rounded_bfloat16_bits(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
   const uint32_t magnitude = bits & 0x7fffffffu;
-  if (magnitude > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x0040u);  // NaN: keep it quiet
-  if (magnitude < 0x00800000u) return static_cast<uint16_t>((bits >> 16) & 0x8000u);  // zero, subnormal
-  // Normal numbers and infinities: add half an ulp (rounding ties to the even result) and truncate.
+  // Normal numbers and infinities: add half an ulp (ties to the even result) and truncate.
   // Infinity's low bits are zero, so it stays infinity; the largest floats round up to it.
-  const uint32_t rounding_bias = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding_bias) >> 16);
+  const uint32_t nearest = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  const uint32_t quiet_nan = (bits | 0x00400000u) & 0xffff0000u;
+  const uint32_t signed_zero = bits & 0x80000000u;  // for zeros and subnormals
+  const uint32_t finite = magnitude < 0x00800000u ? signed_zero : nearest;
+  return magnitude > 0x7f800000u ? quiet_nan : finite;
 }
+
+inline uint16_t round_to_bfloat16(float x) { return static_cast<uint16_t>(rounded_bfloat16_bits(x) >> 16); }
 
 inline float bfloat16_to_float(uint16_t h) {
   const uint32_t bits = static_cast<uint32_t>(h) << 16;
@@ -44,12 +49,17 @@ inline float bfloat16_to_float(uint16_t h) {
 }
 
 // x rounded to bfloat16, as a float32.
-inline float round_through_bfloat16(float x) { return bfloat16_to_float(round_to_bfloat16(x)); }
+inline float round_through_bfloat16(float x) {
+  const uint32_t bits = rounded_bfloat16_bits(x);
+  float y;
+  std::memcpy(&y, &bits, sizeof y);
+  return y;
+}
 
 // Two consecutive k values of a row or column as VDPBF16PS reads them, `first` (k) in the odd
 // half so that the instruction adds it first.
 inline uint32_t bfloat16_pair(float first, float second) {
-  return static_cast<uint32_t>(round_to_bfloat16(second)) | (static_cast<uint32_t>(round_to_bfloat16(first)) << 16);
+  return (rounded_bfloat16_bits(second) >> 16) | rounded_bfloat16_bits(first);
 }
 
 // A subnormal float32 becomes a zero of the same sign (the flush-to-zero rule).

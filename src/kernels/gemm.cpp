@@ -55,47 +55,56 @@ bool cpu_has_avx512_bf16() {
 // Rows past mc are zero so the micro-kernel never branches on edges. `rounded`: the values are
 // rounded to bfloat16 (kept as float32) and k is padded with zeros to an even count, the steps
 // VDPBF16PS takes, so that every bfloat16 path does the same multiply-adds.
-GPT_VECTOR_CLONES void pack_a_floats(bool rounded, int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0,
-                                     int64_t mc, int64_t p0, int64_t kc, float* out) {
-  const int64_t steps = rounded ? (kc + 1) / 2 * 2 : kc;
+template <bool kRounded>
+GPT_VECTOR_CLONES void pack_a_floats(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
+                                     int64_t p0, int64_t kc, float* out) {
+  const auto value = [](float x) { return kRounded ? round_through_bfloat16(x) : x; };
+  const int64_t steps = kRounded ? (kc + 1) / 2 * 2 : kc;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
     const int64_t rows = std::min(MR, mc - ir);
     if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
       for (int64_t k = 0; k < kc; ++k) {
         const float* src = A + (p0 + k) * lda + i0 + ir;
         float* dst = out + k * MR;
-        for (int64_t r = 0; r < rows; ++r) dst[r] = rounded ? round_through_bfloat16(src[r]) : src[r];
+        for (int64_t r = 0; r < rows; ++r) dst[r] = value(src[r]);
         for (int64_t r = rows; r < MR; ++r) dst[r] = 0.0f;
       }
-    } else {  // A stored [M, K]: each row is contiguous in k; write it with stride MR
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* src = A + (i0 + ir + r) * lda + p0;
-        for (int64_t k = 0; k < kc; ++k) out[k * MR + r] = rounded ? round_through_bfloat16(src[k]) : src[k];
+    } else {  // A stored [M, K]: each row is contiguous in k. Transpose in 8 x 8 tiles.
+      constexpr int64_t kTile = 8;
+      const float* rows_begin = A + (i0 + ir) * lda + p0;
+      for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
+        const int64_t kn = std::min(kTile, kc - k0);
+        for (int64_t r0 = 0; r0 < MR; r0 += kTile)
+          for (int64_t k = 0; k < kn; ++k) {
+            float* dst = out + (k0 + k) * MR + r0;
+            for (int64_t r = 0; r < std::min(kTile, MR - r0); ++r)
+              dst[r] = r0 + r < rows ? value(rows_begin[(r0 + r) * lda + k0 + k]) : 0.0f;
+          }
       }
-      for (int64_t r = rows; r < MR; ++r)
-        for (int64_t k = 0; k < kc; ++k) out[k * MR + r] = 0.0f;
     }
     for (int64_t i = kc * MR; i < steps * MR; ++i) out[i] = 0.0f;
   }
 }
 void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             float* out) {
-  pack_a_floats(false, MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  pack_a_floats<false>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
 }
 void pack_a_rounded(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
                     int64_t kc, float* out) {
-  pack_a_floats(true, MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  pack_a_floats<true>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
 }
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column slivers: for each k, NR consecutive values
 // (`rounded` as for A).
-GPT_VECTOR_CLONES void pack_b_floats(bool rounded, int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
-                                     int64_t kc, int64_t j, int64_t cols, float* out) {
+template <bool kRounded>
+GPT_VECTOR_CLONES void pack_b_floats(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
+                                     int64_t j, int64_t cols, float* out) {
+  const auto value = [](float x) { return kRounded ? round_through_bfloat16(x) : x; };
   if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
     for (int64_t k = 0; k < kc; ++k) {
       const float* src = B + (p0 + k) * ldb + j;
       float* dst = out + k * NR;
-      for (int64_t c = 0; c < cols; ++c) dst[c] = rounded ? round_through_bfloat16(src[c]) : src[c];
+      for (int64_t c = 0; c < cols; ++c) dst[c] = value(src[c]);
       for (int64_t c = cols; c < NR; ++c) dst[c] = 0.0f;
     }
   } else {  // B stored [N, K]: each column is contiguous in k. Transpose in 8 x 8 tiles.
@@ -106,22 +115,21 @@ GPT_VECTOR_CLONES void pack_b_floats(bool rounded, int64_t NR, bool trans_b, con
         for (int64_t k = 0; k < kn; ++k) {
           float* dst = out + (k0 + k) * NR + c0;
           for (int64_t c = 0; c < kTile; ++c) {
-            const float v = c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f;
-            dst[c] = rounded ? round_through_bfloat16(v) : v;
+            dst[c] = value(c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f);
           }
         }
     }
   }
-  if (rounded && kc % 2 != 0)
+  if (kRounded && kc % 2 != 0)
     for (int64_t c = 0; c < NR; ++c) out[kc * NR + c] = 0.0f;
 }
 void pack_b_sliver(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                    int64_t cols, float* out) {
-  pack_b_floats(false, NR, trans_b, B, ldb, p0, kc, j, cols, out);
+  pack_b_floats<false>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
 }
 void pack_b_sliver_rounded(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                            int64_t cols, float* out) {
-  pack_b_floats(true, NR, trans_b, B, ldb, p0, kc, j, cols, out);
+  pack_b_floats<true>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
 }
 
 // The VDPBF16PS packing: the same slivers, each step a bfloat16 pair (k, k+1) with k in the odd
