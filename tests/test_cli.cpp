@@ -116,6 +116,25 @@ TEST_F(Cli, TrainThenEvalRoundTrip) {
   expect_error("eval --out_dir " + dir.file("nowhere") + " --data " + corpus, 2, {"no checkpoint"});
 }
 
+// dtype bfloat16 from the command line: logged, recorded in the checkpoint, used by sample and eval
+// unless --dtype says otherwise (which changes the numbers), and rejected when misspelt.
+TEST_F(Cli, Bfloat16TrainsAndTheCheckpointKeepsItsDtype) {
+  const CommandResult train = run_gpt("train --config " + tiny() + " --dtype bfloat16");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("matrix products: bfloat16 inputs, float32 sums"), std::string::npos) << train.output;
+  const std::string out = "--out_dir " + dir.file("out");
+  const CommandResult logged = run_gpt("sample " + out + " --max_new_tokens 5");
+  EXPECT_NE(logged.output.find("bfloat16 inputs"), std::string::npos) << logged.output;
+  const std::string eval = "eval " + out + " --data " + corpus + " --json";
+  const CommandResult own = run_gpt(eval, true), bf16 = run_gpt(eval + " --dtype bfloat16", true);
+  const CommandResult f32 = run_gpt(eval + " --dtype float32", true);
+  ASSERT_EQ(own.exit_code, 0) << own.output;
+  EXPECT_EQ(own.output, bf16.output);
+  EXPECT_NE(own.output, f32.output);
+  expect_error("train --config " + tiny() + " --dtype float16", 2, {"dtype", "\"float32\" or \"bfloat16\""});
+  expect_error("sample " + out + " --dtype half", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
+}
+
 TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
   ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
   const std::string out = "--out_dir " + dir.file("out");

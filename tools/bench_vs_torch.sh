@@ -3,6 +3,7 @@
 # run, and our GEMM against OpenBLAS. Prints a Markdown table with ratios (the README's
 # Performance section). Needs root for the first apt-get of python3-torch and libopenblas-dev.
 #   tools/bench_vs_torch.sh [--quick]     --quick skips the full CPU-recipe runs (about 6 minutes)
+#   tools/bench_vs_torch.sh --training    only the training rows (float32 and bfloat16) and the GEMMs
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=${1:-}
@@ -62,6 +63,7 @@ for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
   echo "| $name PyTorch bfloat16 autocast against PyTorch float32 | | $(printf %.0f "$t16_tps") / $(printf %.0f "$t_tps") | $(ratio "$t16_tps/$t_tps") |"
 done
 
+if [[ $quick != --training ]]; then
 ckpt=$work/sample_model
 if [[ ! -f $ckpt/model.safetensors ]]; then
   $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$ckpt" --max_iters 200 --eval_interval 200 --quiet
@@ -84,7 +86,9 @@ for mode in "exact:500:1:0" "shift:500:1:32" "fits:60:20:0"; do
   echo "| $what | $(printf %.0f "$o_tps") | $(printf %.0f "$t_tps") | $(ratio "$o_tps/$t_tps") |"
 done
 
-if [[ $quick != --quick ]]; then
+fi
+
+if [[ $quick != --quick && $quick != --training ]]; then
   start=$(date +%s.%N)
   $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$work/full_gpt" --quiet
   o_wall=$($py -c "print($(date +%s.%N)-$start)")

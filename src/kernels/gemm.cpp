@@ -580,9 +580,8 @@ std::string describe_matmul(Dtype inputs) {
   const std::string line =
       std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
   if (use_vdpbf16ps()) return line + ")";
-  if (cpu_has_avx512_bf16())
-    return line + ": this CPU's VDPBF16PS is slower than its float32 FMAs, so they run it, with the same bits)";
-  return line + ": this CPU has no AVX512_BF16, so float32 FMAs run it, with the same bits and no speed-up)";
+  if (cpu_has_avx512_bf16()) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
+  return line + "; no AVX512_BF16 here: no faster than float32)";
 }
 void gemm_force_portable(bool force) { g_force_portable = force; }
 void gemm_force_bfloat16_kernel(const char* name) { g_forced_bf16_kernel = name; }
