@@ -51,8 +51,8 @@ int main() {
   const double bf16_peak = gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0);
   // VDPBF16PS itself, also where the automatic choice is FMA (it was measured slower there).
   const auto kernels = gpt::gemm_bfloat16_kernels();
-  const bool has_vdpbf16ps = std::string(kernels.front()) == "avx512-bf16";
-  gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? "avx512-bf16" : nullptr);
+  const bool has_vdpbf16ps = std::string(kernels.front()) == gpt::kVdpbf16psKernel;
+  gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? gpt::kVdpbf16psKernel : nullptr);
   const double vdpbf16ps_peak = has_vdpbf16ps ? gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0) : 0.0;
   gpt::gemm_force_bfloat16_kernel(nullptr);
   for (const Shape& s : shapes) {
@@ -74,7 +74,7 @@ int main() {
       gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false, gpt::Dtype::bfloat16);
     };
     const double bf16 = median_seconds(bf16_product, reps);
-    gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? "avx512-bf16" : nullptr);
+    gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? gpt::kVdpbf16psKernel : nullptr);
     const double vdpbf16ps = has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
     gpt::gemm_force_bfloat16_kernel(nullptr);
     std::printf(

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <string_view>
 
 #include "kernels/gemm.h"
 
@@ -80,7 +79,7 @@ double vdpbf16ps_speedup() {
 double measure_peak_gflops(Dtype inputs, double seconds) {
   const int width = gemm_vector_width();
   if (width <= 1) return 0.0;  // portable kernel: no SIMD peak to speak of
-  const bool bf16 = inputs == Dtype::bfloat16 && std::string_view(gemm_kernel_name(inputs)) == "avx512-bf16";
+  const bool bf16 = inputs == Dtype::bfloat16 && gemm_bfloat16_uses_vdpbf16ps();
   auto run = [&](long rounds) {
     if (bf16) return dpbf16_chains(rounds);
     return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds);

@@ -52,7 +52,7 @@ bool cpu_has_avx512_bf16() {
 // step: the copies are compiled for each ISA so they move whole vector registers.
 
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers: for each k, MR consecutive values.
-// Rows past mc are zero so the micro-kernel never branches on edges. `rounded`: the values are
+// Rows past mc are zero so the micro-kernel never branches on edges. kRounded: the values are
 // rounded to bfloat16 (kept as float32) and k is padded with zeros to an even count, the steps
 // VDPBF16PS takes, so that every bfloat16 path does the same multiply-adds.
 template <bool kRounded>
@@ -95,7 +95,7 @@ void pack_a_rounded(int64_t MR, bool trans_a, const float* A, int64_t lda, int64
 }
 
 // Packs op(B)[p0 : p0+kc, j0 : j0+nc] into NR-column slivers: for each k, NR consecutive values
-// (`rounded` as for A).
+// (kRounded as for A).
 template <bool kRounded>
 GPT_VECTOR_CLONES void pack_b_floats(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
                                      int64_t j, int64_t cols, float* out) {
@@ -371,7 +371,7 @@ const Kernel<uint32_t> kAvx512Bf16{avx512_bf16_kernels(std::make_index_sequence<
                                    12,
                                    32,
                                    16,
-                                   "avx512-bf16",
+                                   kVdpbf16psKernel,
                                    pack_a_bfloat16,
                                    pack_b_sliver_bfloat16,
                                    true};
@@ -585,6 +585,7 @@ std::string describe_matmul(Dtype inputs) {
 }
 void gemm_force_portable(bool force) { g_force_portable = force; }
 void gemm_force_bfloat16_kernel(const char* name) { g_forced_bf16_kernel = name; }
+bool gemm_bfloat16_uses_vdpbf16ps() { return use_vdpbf16ps(); }
 std::vector<const char*> gemm_bfloat16_kernels() {
   std::vector<const char*> names;
   if (cpu_has_avx512_bf16()) names.push_back(kAvx512Bf16.name);

@@ -66,7 +66,7 @@ void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const flo
                                  bool accumulate);
 
 // Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
-// "avx2-fma" or "portable" for float32 inputs, "avx512-bf16" or "bf16-emulated" for bfloat16;
+// "avx2-fma" or "portable" for float32 inputs, one of gemm_bfloat16_kernels() for bfloat16;
 // and the float32 kernel's vector width in floats (1 for portable).
 const char* gemm_kernel_name(Dtype inputs = Dtype::float32);
 int gemm_vector_width();
@@ -79,6 +79,9 @@ void gemm_force_portable(bool force);
 // "avx2-fma-bf16": float32 FMAs on rounded inputs; "portable-bf16"), and forcing one of them
 // (nullptr: the automatic choice). All give the same bits.
 std::vector<const char*> gemm_bfloat16_kernels();
+inline constexpr const char* kVdpbf16psKernel = "avx512-bf16";
+// Whether bfloat16 products run on VDPBF16PS now (else on FMAs).
+bool gemm_bfloat16_uses_vdpbf16ps();
 void gemm_force_bfloat16_kernel(const char* name);
 
 }  // namespace gpt

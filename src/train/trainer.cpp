@@ -35,6 +35,16 @@ namespace gpt {
 
 namespace {
 
+// Each dtype's peak is probed once per process (a process may run several trainings).
+double cached_peak_gflops(Dtype dtype) {
+  if (dtype == Dtype::bfloat16) {
+    static const double bfloat16_peak = measure_peak_gflops(Dtype::bfloat16, 0.2);
+    return bfloat16_peak;
+  }
+  static const double float32_peak = measure_peak_gflops(Dtype::float32, 0.2);
+  return float32_peak;
+}
+
 using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
@@ -113,7 +123,7 @@ class TrainingRun {
         static_cast<double>(config_.batch_size * config_.block_size * config_.gradient_accumulation_steps);
     // MFU: nanoGPT's flop estimate per iteration against the measured peaks of all processes
     // (FMA or, for bfloat16 products, VDPBF16PS).
-    static const double peak_gflops = measure_peak_gflops(config_.matmul_dtype(), 0.2);
+    const double peak_gflops = cached_peak_gflops(config_.matmul_dtype());
     if (world_.is_root()) {
       write_file_atomically((std::filesystem::path(config_.out_dir) / "config.json").string(),
                             to_json(config_).dump(2) + "\n");
