@@ -437,9 +437,11 @@ class TrainingRun {
     schedule_ = lr_schedule(config_);
   }
 
+  // The last of the planned iterations (number iterations - 1) trains at min_lr, however few
+  // there are.
   void set_schedule_length(int64_t iterations) {
     state_.planned_iters = iterations;
-    if (config_.decay_lr) config_.lr_decay_iters = std::max(iterations, config_.warmup_iters + 1);
+    if (config_.decay_lr) config_.lr_decay_iters = std::max(iterations - 1, config_.warmup_iters + 1);
     schedule_ = lr_schedule(config_);
     if (reporter_) reporter_->set_max_iters(iterations);
   }
