@@ -1,13 +1,16 @@
 // The small vector kernels: softmax rows (against double precision, and a causal row wider than
-// its values bit for bit against the row of just its values) and fixed-lane sums.
+// its values bit for bit against the row of just its values), fixed-lane sums, and dropout masks
+// (every instruction set's loop against the definition, bit for bit).
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/lane_sum.h"
 #include "kernels/softmax_row.h"
 
@@ -61,6 +64,83 @@ TEST(LaneSum, IsAccurateAndUsesTheDocumentedOrder) {
   EXPECT_EQ(sum, lanes[0]);
   EXPECT_EQ(lane_max(static_cast<int64_t>(x.size()), [&](int64_t j) { return x[j]; }),
             *std::max_element(x.begin(), x.end()));
+}
+
+// The definition: splitmix64's output at step index + 1 from `seed`, its top 24 bits as a
+// uniform number in [0, 1), kept when >= p.
+bool kept_by_definition(uint64_t seed, uint64_t index, float p) {
+  const uint64_t z = splitmix64_mix(seed + (index + 1) * kSplitmixIncrement);
+  return static_cast<float>(z >> 40) * 0x1.0p-24f >= p;
+}
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+TEST(DropoutMaskKernel, EveryLoopGivesTheDefinitionsDecisionsBitForBit) {
+  const std::vector<float> d = random_row(301, 5, 1.0f);
+  std::vector<float> acc0 = random_row(301, 6, 1.0f);
+  acc0[7] = -0.0f;  // a dropped element leaves the accumulator as it is, sign of zero included
+  int paths = 0;
+  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2, DropoutLoopPath::baseline}) {
+    if (!dropout_loop_supported(path)) continue;
+    ++paths;
+    for (float p : {1e-7f, 0.1f, 0.2f, 1.0f / 3.0f, 0.5f, 0.9f, 0.9999f}) {
+      for (uint64_t first : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 40) + 3}) {
+        for (int64_t n : {0, 1, 3, 4, 5, 15, 16, 17, 64, 301}) {
+          const DropoutKeys keys = dropout_keys(0x1234567890abcdefull + first, p);
+          std::vector<float> expected(n), expected_acc(acc0.begin(), acc0.begin() + n);
+          for (int64_t j = 0; j < n; ++j) {
+            const bool kept = kept_by_definition(keys.seed, first + j, p);
+            EXPECT_EQ(dropout_kept(keys, first + j), kept);
+            expected[j] = kept ? d[j] * keys.keep_scale : 0.0f;
+            if (kept) expected_acc[j] += d[j] * keys.keep_scale;
+          }
+          std::vector<float> out(n, 99.0f), in_place(d.begin(), d.begin() + n), acc(acc0.begin(), acc0.begin() + n);
+          dropout_range_on(path, false, keys, first, d.data(), out.data(), n);
+          dropout_range_on(path, false, keys, first, in_place.data(), in_place.data(), n);
+          dropout_range_on(path, true, keys, first, d.data(), acc.data(), n);
+          const std::string where = "path " + std::to_string(static_cast<int>(path)) + ", p " + std::to_string(p) +
+                                    ", first " + std::to_string(first) + ", n " + std::to_string(n);
+          EXPECT_TRUE(same_bits(out, expected)) << where;
+          EXPECT_TRUE(same_bits(in_place, expected)) << where;
+          EXPECT_TRUE(same_bits(acc, expected_acc)) << where;
+        }
+      }
+    }
+  }
+  EXPECT_GE(paths, 2) << "the baseline and at least one vector loop";
+}
+
+// On the boundary: p equal to an element's own uniform number keeps it; the next float above drops it.
+TEST(DropoutMaskKernel, AnElementWhoseNumberEqualsPIsKept) {
+  const uint64_t seed = 77, first = 9;
+  const std::vector<float> ones(17, 1.0f);
+  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2, DropoutLoopPath::baseline}) {
+    if (!dropout_loop_supported(path)) continue;
+    for (int64_t j = 0; j < 17; ++j) {
+      const float own = static_cast<float>(dropout_hash_bits(seed, first + j)) * 0x1.0p-24f;
+      for (float p : {own, std::nextafter(own, 1.0f)}) {
+        std::vector<float> out(17);
+        dropout_range_on(path, false, dropout_keys(seed, p), first, ones.data(), out.data(), 17);
+        EXPECT_EQ(out[j] != 0.0f, kept_by_definition(seed, first + j, p)) << j << " " << p;
+        EXPECT_EQ(out[j] != 0.0f, p == own) << j << " " << p;
+      }
+    }
+  }
+}
+
+TEST(DropoutMaskKernel, KeepsOneMinusPOfTheElements) {
+  const int64_t n = 1 << 20;
+  const std::vector<float> ones(n, 1.0f);
+  std::vector<float> out(n);
+  for (float p : {0.1f, 0.2f, 0.5f}) {
+    const DropoutKeys keys = dropout_keys(42, p);
+    dropout_apply_range(keys, 0, ones.data(), out.data(), n);
+    const double kept = static_cast<double>(std::count_if(out.begin(), out.end(), [](float v) { return v != 0.0f; }));
+    EXPECT_NEAR(kept / n, 1.0 - p, 0.003) << p;  // about 6 standard deviations
+    EXPECT_EQ(*std::max_element(out.begin(), out.end()), keys.keep_scale);
+  }
 }
 
 }  // namespace

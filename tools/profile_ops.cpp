@@ -1,12 +1,17 @@
-// Where a training step of the CPU recipe (B=12, T=64, C=128, 4 heads) spends its time: each
-// op's forward and forward+backward at the model's shapes, the optimizer, and the whole model.
+// Where a training step spends its time: each op's forward and forward+backward at one layer's
+// shapes, the optimizer, and the whole model. Shapes of the CPU recipe (B=12, T=64, C=128, 4
+// heads, 4 layers) or, with `big`, of the 10.7M recipe (B=64, T=256, C=384, 6 heads, 6 layers);
+// `bfloat16` rounds the linears' inputs as dtype "bfloat16" does.
+//   profile_ops [big] [bfloat16]
 // Built and run by tools/profile_ops.sh; timings are means over repeated calls with warm caches.
 #include <omp.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gpt.h"
@@ -39,42 +44,58 @@ struct Owned {
 
 }  // namespace
 
-int main() {
-  const int64_t B = 12, T = 64, C = 128, H = 4, R = B * T, V = 65;
+int main(int argc, char** argv) {
+  bool big = false;
+  Dtype dtype = Dtype::float32;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "big") == 0)
+      big = true;
+    else
+      dtype = parse_dtype(argv[i]).value_or(dtype);
+  }
+  const int64_t B = big ? 64 : 12, T = big ? 256 : 64, C = big ? 384 : 128, H = big ? 6 : 4, L = big ? 6 : 4;
+  const int64_t R = B * T, V = 65;
+  const int reps = big ? 3 : 50;
   Rng rng(1);
   Owned x({B, T, C}, rng), x4({B, T, 4 * C}, rng), w_attn({3 * C, C}, rng), w_fc({4 * C, C}, rng),
       w_proj({C, 4 * C}, rng), w_head({V, C}, rng), ln_w({C}, rng), qkv({B, T, 3 * C}, rng), logits({R, V}, rng);
   std::vector<int32_t> targets(R, 3);
-  Arena arena(256 << 20);
+  Arena arena(big ? std::size_t{4} << 30 : 256u << 20);
   Graph g(arena);
-  std::printf("%d threads\n%-30s %10s %14s\n", omp_get_max_threads(), "op (one layer's shapes)", "fwd ms",
-              "fwd+bwd ms");
+  std::printf("%d threads, B %lld, T %lld, C %lld, %lld heads, %lld layers, matrix products %s\n%-30s %10s %14s\n",
+              omp_get_max_threads(), static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(C),
+              static_cast<long long>(H), static_cast<long long>(L), dtype_name(dtype), "op (one layer's shapes)",
+              "fwd ms", "fwd+bwd ms");
   auto row = [&](const char* name, const std::function<Tensor()>& op) {
-    const double fwd = mean_ms([&] {
-      NoGradGuard no_grad(g);
-      op();
-      g.reset();
-    });
-    const double both = mean_ms([&] {
-      Tensor out = op();
-      float* seed = out.grad_accumulator();
-      std::fill(seed, seed + out.numel(), 1e-3f);
-      g.run_backward();
-      g.reset();
-    });
+    const double fwd = mean_ms(
+        [&] {
+          NoGradGuard no_grad(g);
+          op();
+          g.reset();
+        },
+        reps);
+    const double both = mean_ms(
+        [&] {
+          Tensor out = op();
+          float* seed = out.grad_accumulator();
+          std::fill(seed, seed + out.numel(), 1e-3f);
+          g.run_backward();
+          g.reset();
+        },
+        reps);
     std::printf("%-30s %10.3f %14.3f\n", name, fwd, both);
   };
-  row("linear c_attn 128->384", [&] { return linear(g, x.view, w_attn.view, Tensor{}); });
-  row("linear c_fc 128->512", [&] { return linear(g, x.view, w_fc.view, Tensor{}); });
-  row("linear mlp.c_proj 512->128", [&] { return linear(g, x4.view, w_proj.view, Tensor{}); });
-  row("linear lm_head 128->65", [&] { return linear(g, x.view, w_head.view, Tensor{}); });
+  row("linear c_attn C->3C", [&] { return linear(g, x.view, w_attn.view, Tensor{}, dtype); });
+  row("linear c_fc C->4C", [&] { return linear(g, x.view, w_fc.view, Tensor{}, dtype); });
+  row("linear mlp.c_proj 4C->C", [&] { return linear(g, x4.view, w_proj.view, Tensor{}, dtype); });
+  row("linear lm_head C->65", [&] { return linear(g, x.view, w_head.view, Tensor{}, dtype); });
   row("causal_self_attention", [&] { return causal_self_attention(g, qkv.view, H, 0, rng, true); });
   row("layernorm", [&] { return layernorm(g, x.view, ln_w.view, Tensor{}); });
   row("gelu (4C)", [&] { return gelu(g, x4.view); });
   row("add (residual)", [&] { return add(g, x.view, x.view); });
   row("cross_entropy", [&] { return cross_entropy(g, logits.view, targets.data()); });
   GptConfig cfg;
-  cfg.n_layer = 4;
+  cfg.n_layer = L;
   cfg.n_head = H;
   cfg.n_embd = C;
   cfg.block_size = T;
@@ -82,6 +103,7 @@ int main() {
   cfg.dropout = 0;
   Gpt model(cfg);
   model.init_weights(rng.next_u64());
+  model.set_matmul_dtype(dtype);
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(TrainConfig{}, model.params());
   std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer->step(1e-3); }));
   std::printf("%-30s %10.3f\n", "clip_grad_norm", mean_ms([&] { clip_grad_norm(model.params(), 1.0); }));
@@ -92,13 +114,13 @@ int main() {
         model.forward(g, idx.data(), B, T, targets.data(), true, rng);
         g.reset();
       },
-      20);
+      reps);
   const double both = mean_ms(
       [&] {
         Gpt::Output out = model.forward(g, idx.data(), B, T, targets.data(), true, rng);
         g.backward(out.loss);
         g.reset();
       },
-      20);
-  std::printf("%-30s %10.3f %14.3f\n", "whole model (4 layers)", fwd, both);
+      reps);
+  std::printf("%-30s %10.3f %14.3f\n", "whole model", fwd, both);
 }

@@ -48,7 +48,8 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
     if (mask.active) {
       float* drow = dropped + (i - i0) * T;
       const int64_t base = (bh * T + i) * T;
-      for (int64_t j = 0; j < i1; ++j) drow[j] = mask.apply(row[j], base + j);
+      mask.apply_range(base, row, drow, i + 1);
+      std::fill(drow + i + 1, drow + i1, 0.0f);
     }
   }
 }
@@ -99,7 +100,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
         const float* prow = p + (i - i0) * T;
         if (mask.active) {
           const int64_t base = (bh * T + i) * T;
-          for (int64_t j = 0; j <= i; ++j) row[j] = mask.apply(row[j], base + j);
+          mask.apply_range(base, row, row, i + 1);
         }
         float dot = 0.0f;
         for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];

@@ -79,7 +79,8 @@ Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, 
     const float* token = wte.data + static_cast<int64_t>(ids[i]) * C;
     const float* position = wpe.data + (i % T) * C;
     float* row = out.data + i * C;
-    for (int64_t j = 0; j < C; ++j) row[j] = mask.apply(token[j] + position[j], i * C + j);
+    for (int64_t j = 0; j < C; ++j) row[j] = token[j] + position[j];
+    mask.apply_range(i * C, row, row, C);
   }
   if (out.requires_grad()) {
     const int32_t* saved = save_ids(g, ids, n);

@@ -8,24 +8,28 @@
 #include <cstdint>
 
 #include "kernels/activation.h"
+#include "kernels/dropout_mask.h"
 #include "kernels/layernorm.h"
 #include "ops/ops.h"
 
 namespace gpt::detail {
 
-// Inverted dropout with the counter-based mask of the dropout op: element `index` is kept when
-// hash_uniform(seed, index) >= p and then scaled by 1/(1-p). Inactive (identity) when not
-// training or p == 0; make() draws the seed from `rng` only when active, as the dropout op does.
+// Inverted dropout with the counter-based mask of kernels/dropout_mask.h: kept elements are scaled
+// by 1/(1-p), the others zeroed. Inactive (identity) when not training or p == 0; make() draws the
+// seed from `rng` only when active, as the dropout op does. Element indices count from 0 over the
+// tensor the mask covers.
 struct DropoutMask {
   bool active = false;
-  float p = 0.0f, keep_scale = 1.0f;
-  uint64_t seed = 0;
+  DropoutKeys keys;
 
   static DropoutMask make(float p, Rng& rng, bool training);
-  bool kept(int64_t index) const { return hash_uniform(seed, static_cast<uint64_t>(index)) >= p; }
-  float apply(float value, int64_t index) const { return !active ? value : kept(index) ? value * keep_scale : 0.0f; }
-  // values[i] = apply(values[i], i) for i < n (parallel; a no-op when inactive).
-  void apply_in_place(float* values, int64_t n) const;
+  bool kept(int64_t index) const { return !active || dropout_kept(keys, static_cast<uint64_t>(index)); }
+  // Elements first .. first + n - 1, serially: out = mask(in) (in == out allowed; a copy when inactive).
+  void apply_range(int64_t first, const float* in, float* out, int64_t n) const;
+  // The whole tensor, in parallel: out = mask(in) (in == out allowed), and acc += mask(d).
+  void apply(const float* in, float* out, int64_t n) const;
+  void apply_in_place(float* values, int64_t n) const { apply(values, values, n); }
+  void accumulate(const float* d, float* acc, int64_t n) const;
 };
 
 // Scatter-adds rows of dout into the rows of dtable picked by ids.

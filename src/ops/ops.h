@@ -103,11 +103,6 @@ template <typename... Rest>
 bool any_grad(const Tensor& a, const Rest&... rest) {
   return a.requires_grad() || any_grad(rest...);
 }
-// Uniform [0,1) from (seed, index) without state: splitmix64's output at step index + 1.
-inline float hash_uniform(uint64_t seed, uint64_t index) {
-  const uint64_t z = splitmix64_mix(seed + (index + 1) * kSplitmixIncrement);
-  return static_cast<float>(z >> 40) * 0x1.0p-24f;
-}
 }  // namespace detail
 
 }  // namespace gpt

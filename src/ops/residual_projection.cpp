@@ -38,8 +38,9 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
   }
   const float* r = residual.data;
   float* y = out.data;
+  mask.apply_in_place(y, n);
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-  for (int64_t i = 0; i < n; ++i) y[i] = r[i] + mask.apply(y[i], i);
+  for (int64_t i = 0; i < n; ++i) y[i] += r[i];
 
   if (out.requires_grad()) {
     Graph* graph = &g;

@@ -1,0 +1,139 @@
+#include "kernels/dropout_mask.h"
+
+#include <immintrin.h>
+
+#include <cmath>
+
+namespace gpt {
+
+namespace {
+
+// The loops, inlined into one function per instruction set. AVX-512DQ has the 64-bit multiplies
+// the hash needs (vpmullq); AVX2 builds them from 32-bit ones.
+template <bool Accumulate>
+inline __attribute__((always_inline)) void dropout_loop(const DropoutKeys& keys, uint64_t first, const float* in,
+                                                        float* out, int64_t n) {
+  const uint64_t seed = keys.seed;
+  const uint32_t threshold = keys.threshold;
+  const float scale = keys.keep_scale;
+  for (int64_t j = 0; j < n; ++j) {
+    const bool kept = dropout_hash_bits(seed, first + static_cast<uint64_t>(j)) >= threshold;
+    if constexpr (Accumulate)
+      out[j] = kept ? out[j] + in[j] * scale : out[j];
+    else
+      out[j] = kept ? in[j] * scale : 0.0f;
+  }
+}
+
+using DropoutLoop = void (*)(const DropoutKeys&, uint64_t, const float*, float*, int64_t);
+
+template <bool Accumulate>
+__attribute__((target("avx512f,avx512dq"))) void dropout_loop_avx512(const DropoutKeys& keys, uint64_t first,
+                                                                     const float* in, float* out, int64_t n) {
+  dropout_loop<Accumulate>(keys, first, in, out, n);
+}
+// AVX2 has no 64-bit multiply and the compiler does not vectorise the hash on its own: four
+// elements at a time, each multiply built from three 32 x 32 -> 64-bit ones (the high product of
+// the high halves falls out of the low 64 bits).
+__attribute__((target("avx2"))) inline __m256i multiply_low64(__m256i a, __m256i b) {
+  const __m256i cross =
+      _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b), _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
+  return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
+}
+
+template <bool Accumulate>
+__attribute__((target("avx2"))) void dropout_loop_avx2(const DropoutKeys& keys, uint64_t first, const float* in,
+                                                       float* out, int64_t n) {
+  const __m256i increment = _mm256_set1_epi64x(static_cast<int64_t>(kSplitmixIncrement));
+  const __m256i mix1 = _mm256_set1_epi64x(static_cast<int64_t>(0xBF58476D1CE4E5B9ull));
+  const __m256i mix2 = _mm256_set1_epi64x(static_cast<int64_t>(0x94D049BB133111EBull));
+  const __m256i below = _mm256_set1_epi64x(static_cast<int64_t>(keys.threshold) - 1);
+  const __m256i four_steps = _mm256_set1_epi64x(static_cast<int64_t>(4 * kSplitmixIncrement));
+  const __m256i to_low_halves = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+  const __m128 scale = _mm_set1_ps(keys.keep_scale);
+  // The states seed + (first + j + 1) * increment of elements j .. j + 3, advanced by 4 steps.
+  __m256i state =
+      _mm256_add_epi64(_mm256_set1_epi64x(static_cast<int64_t>(keys.seed + (first + 1) * kSplitmixIncrement)),
+                       multiply_low64(_mm256_setr_epi64x(0, 1, 2, 3), increment));
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    __m256i z = state;
+    z = multiply_low64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), mix1);
+    z = multiply_low64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), mix2);
+    z = _mm256_srli_epi64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 31)), 40);
+    const __m256i kept64 = _mm256_cmpgt_epi64(z, below);  // 24-bit values: the signed compare is exact
+    const __m128 kept = _mm_castsi128_ps(_mm256_castsi256_si128(_mm256_permutevar8x32_epi32(kept64, to_low_halves)));
+    const __m128 scaled = _mm_mul_ps(_mm_loadu_ps(in + j), scale);
+    if constexpr (Accumulate) {
+      const __m128 acc = _mm_loadu_ps(out + j);
+      _mm_storeu_ps(out + j, _mm_blendv_ps(acc, _mm_add_ps(acc, scaled), kept));
+    } else {
+      _mm_storeu_ps(out + j, _mm_and_ps(scaled, kept));
+    }
+    state = _mm256_add_epi64(state, four_steps);
+  }
+  dropout_loop<Accumulate>(keys, first + static_cast<uint64_t>(j), in + j, out + j, n - j);
+}
+template <bool Accumulate>
+void dropout_loop_baseline(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
+  dropout_loop<Accumulate>(keys, first, in, out, n);
+}
+
+bool cpu_has(DropoutLoopPath path) {
+  __builtin_cpu_init();
+  switch (path) {
+    case DropoutLoopPath::avx512:
+      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
+    case DropoutLoopPath::avx2:
+      return __builtin_cpu_supports("avx2");
+    case DropoutLoopPath::baseline:
+      return true;
+  }
+  return false;
+}
+
+template <bool Accumulate>
+DropoutLoop loop_of(DropoutLoopPath path) {
+  switch (path) {
+    case DropoutLoopPath::avx512:
+      return dropout_loop_avx512<Accumulate>;
+    case DropoutLoopPath::avx2:
+      return dropout_loop_avx2<Accumulate>;
+    case DropoutLoopPath::baseline:
+      break;
+  }
+  return dropout_loop_baseline<Accumulate>;
+}
+
+template <bool Accumulate>
+DropoutLoop best_loop() {
+  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2})
+    if (cpu_has(path)) return loop_of<Accumulate>(path);
+  return loop_of<Accumulate>(DropoutLoopPath::baseline);
+}
+
+}  // namespace
+
+DropoutKeys dropout_keys(uint64_t seed, float p) {
+  // p * 2^24 is exact in double, so bits >= ceil(p * 2^24) exactly when bits * 2^-24 >= p.
+  return {seed, static_cast<uint32_t>(std::ceil(static_cast<double>(p) * 0x1.0p24)), 1.0f / (1.0f - p)};
+}
+
+void dropout_apply_range(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
+  static const DropoutLoop loop = best_loop<false>();
+  loop(keys, first, in, out, n);
+}
+
+void dropout_accumulate_range(const DropoutKeys& keys, uint64_t first, const float* d, float* acc, int64_t n) {
+  static const DropoutLoop loop = best_loop<true>();
+  loop(keys, first, d, acc, n);
+}
+
+bool dropout_loop_supported(DropoutLoopPath path) { return cpu_has(path); }
+
+void dropout_range_on(DropoutLoopPath path, bool accumulate, const DropoutKeys& keys, uint64_t first, const float* in,
+                      float* out, int64_t n) {
+  (accumulate ? loop_of<true>(path) : loop_of<false>(path))(keys, first, in, out, n);
+}
+
+}  // namespace gpt
