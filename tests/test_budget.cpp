@@ -66,7 +66,9 @@ TEST_F(Budget, AMaxTimeRunEndsWithinItsBudgetEvaluatedAndSaved) {
     EXPECT_NEAR(j["lr"].get<double>(), c.min_lr, 1e-12) << "iteration " << j["iter"];
     ++at_min_lr;
   }
-  if (r.final_iter >= r.planned_iters) EXPECT_EQ(at_min_lr, r.final_iter - r.planned_iters + 1);
+  if (r.final_iter >= r.planned_iters) {
+    EXPECT_EQ(at_min_lr, r.final_iter - r.planned_iters + 1);
+  }
 }
 
 TEST_F(Budget, AResumedMaxTimeRunKeepsTheLengthItFixed) {

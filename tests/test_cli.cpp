@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_runner.h"
+#include "io/safetensors.h"
 #include "training_fixtures.h"
 
 namespace gpt {
@@ -133,6 +134,42 @@ TEST_F(Cli, Bfloat16TrainsAndTheCheckpointKeepsItsDtype) {
   EXPECT_NE(own.output, f32.output);
   expect_error("train --config " + tiny() + " --dtype float16", 2, {"dtype", "\"float32\" or \"bfloat16\""});
   expect_error("sample " + out + " --dtype half", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
+}
+
+// The export holds the Linear weights in BF16 and samples, with the bfloat16 products it
+// records, exactly as the float32 checkpoint does with --dtype bfloat16.
+TEST_F(Cli, ExportWritesBfloat16LinearsThatSampleAsTheCheckpointDoesInBfloat16) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const std::string out = dir.file("out"), exported = dir.file("shared/model-small.safetensors");
+  std::filesystem::create_directories(dir.file("shared"));
+  const CommandResult r = run_gpt("export --out_dir " + out + " --out " + exported);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("gpt sample --checkpoint " + exported), std::string::npos) << r.output;
+  const SafetensorsReader file = SafetensorsReader::open(exported);
+  EXPECT_EQ(file.metadata("dtype"), "bfloat16");
+  EXPECT_FALSE(file.has_metadata("train_state"));
+  for (const auto& [name, entry] : file.entries()) {
+    const bool linear =
+        entry.shape.size() == 2 && name.find("wte") == std::string::npos && name.find("wpe") == std::string::npos;
+    EXPECT_EQ(entry.bfloat16, linear) << name;
+  }
+  const std::string sample = " --prompt The --max_new_tokens 60 --seed 3 --quiet";
+  const CommandResult original = run_gpt("sample --out_dir " + out + " --dtype bfloat16" + sample);
+  ASSERT_EQ(original.exit_code, 0) << original.output;
+  EXPECT_EQ(run_gpt("sample --checkpoint " + exported + sample).output, original.output);
+  // Losses show what samples of a tiny model may not: the dtype matters, and the file gives its bits.
+  const std::string eval = " --data " + corpus + " --json";
+  const CommandResult bf16_loss = run_gpt("eval --out_dir " + out + " --dtype bfloat16" + eval, true);
+  ASSERT_EQ(bf16_loss.exit_code, 0) << bf16_loss.output;
+  EXPECT_EQ(run_gpt("eval --checkpoint " + exported + eval, true).output, bf16_loss.output);
+  EXPECT_NE(run_gpt("eval --out_dir " + out + " --dtype float32" + eval, true).output, bf16_loss.output);
+  // The default file name, beside the checkpoint; float32 keeps the weights' bits.
+  ASSERT_EQ(run_gpt("export --out_dir " + out + " --dtype float32 --quiet").exit_code, 0);
+  EXPECT_EQ(run_gpt("sample --checkpoint " + out + "/model-float32.safetensors" + sample + " --dtype bfloat16").output,
+            original.output);
+  expect_error("export --out_dir " + out + " --dtype float16", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
+  expect_error("export --out_dir " + out + " --out " + out + "/model.safetensors", 2, {"is the checkpoint"});
+  expect_error("export --out_dir " + dir.file("none"), 2, {"no checkpoint"});
 }
 
 TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {

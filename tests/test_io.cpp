@@ -2,6 +2,7 @@
 // the vocabulary, the config loader's messages, and atomic file replacement.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -58,6 +59,31 @@ TEST(Safetensors, RoundTripsTensorsAndMetadata) {
   EXPECT_THROW(reader.metadata("vocab"), UserError);
 }
 
+// BF16 tensors hold each float rounded as dtype "bfloat16" rounds product inputs (ties to even,
+// subnormals to signed zero) and read back widened to float32 exactly.
+TEST(Safetensors, Bfloat16TensorsAreRoundedLikeProductInputsAndReadBackWidened) {
+  const float values[8] = {1.0f, 1.0f + 0x1.0p-8f, 1.0f + 0x3.0p-8f, -2.5f, 3.14159f, 1e-40f, -1e-40f, -0.0f};
+  const float expected[8] = {1.0f, 1.0f, 1.0f + 0x1.0p-6f, -2.5f, 3.140625f, 0.0f, -0.0f, -0.0f};
+  SafetensorsWriter writer;
+  writer.add_bfloat16("w", Shape{2, 4}, values);
+  writer.add("f", Shape{2}, values);
+  const std::string bytes = writer.serialize();
+  SafetensorsReader reader(bytes, "mem");
+  EXPECT_EQ(reader.entries().at("w").end - reader.entries().at("w").begin, 16u);
+  EXPECT_TRUE(reader.entries().at("w").bfloat16);
+  EXPECT_FALSE(reader.entries().at("f").bfloat16);
+  float out[8];
+  reader.read_into("w", Shape{2, 4}, out);
+  EXPECT_EQ(std::memcmp(out, expected, sizeof out), 0);
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(std::signbit(out[i]), std::signbit(expected[i])) << i;
+  reader.read_into("f", Shape{2}, out);
+  EXPECT_EQ(out[1], values[1]);
+  const std::string data(8, '\0');
+  EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"BF16","shape":[2],"data_offsets":[0,8]}})", data))
+                .find("needs 4"),
+            std::string::npos);
+}
+
 TEST(Safetensors, RejectsEveryMalformation) {
   const std::string data(8, '\0');
   EXPECT_NE(expect_safetensors_error("abc").find("truncated"), std::string::npos);
@@ -71,7 +97,7 @@ TEST(Safetensors, RejectsEveryMalformation) {
   EXPECT_NE(expect_safetensors_error(with_header("{not json", "")).find("not valid JSON"), std::string::npos);
   EXPECT_NE(expect_safetensors_error(with_header("[1]", "")).find("not a JSON object"), std::string::npos);
   EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F16","shape":[2],"data_offsets":[0,4]}})", data))
-                .find("expected F32"),
+                .find("expected F32 or BF16"),
             std::string::npos);
   EXPECT_NE(expect_safetensors_error(with_header(R"({"a":{"dtype":"F32","shape":[-2],"data_offsets":[0,8]}})", data))
                 .find("non-negative"),

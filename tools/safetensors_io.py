@@ -1,6 +1,7 @@
-"""Minimal safetensors (F32) reader/writer in plain Python + numpy, because Debian has no
+"""Minimal safetensors reader/writer in plain Python + numpy, because Debian has no
 python3-safetensors. Same format as the Python library: 8-byte little-endian header length,
-JSON header, raw little-endian tensor bytes."""
+JSON header, raw little-endian tensor bytes. Writes F32; reads F32 and BF16 (as `gpt export`
+writes it), BF16 widened to float32 exactly, as torch's bfloat16 .float() does."""
 import json
 import struct
 
@@ -33,7 +34,12 @@ def load(path):
     metadata = header.pop('__metadata__', {})
     tensors = {}
     for name, info in header.items():
-        assert info['dtype'] == 'F32', name
+        assert info['dtype'] in ('F32', 'BF16'), name
         begin, end = info['data_offsets']
-        tensors[name] = np.frombuffer(raw[8 + n + begin:8 + n + end], dtype='<f4').reshape(info['shape']).copy()
+        data = raw[8 + n + begin:8 + n + end]
+        if info['dtype'] == 'BF16':
+            array = (np.frombuffer(data, dtype='<u2').astype('<u4') << 16).view('<f4')
+        else:
+            array = np.frombuffer(data, dtype='<f4')
+        tensors[name] = array.reshape(info['shape']).copy()
     return tensors, metadata

@@ -19,6 +19,7 @@ Command add_heads_command(CLI::App& app);
 Command add_bench_command(CLI::App& app);
 Command add_prepare_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
+Command add_export_command(CLI::App& app);
 
 // Logging goes to stderr through spdlog; configured once, here.
 void setup_logging(bool quiet);

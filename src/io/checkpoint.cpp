@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <set>
 
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -42,6 +43,13 @@ void add_weights(SafetensorsWriter& writer, Gpt& model) {
   for (int i = 0; i < params.size(); ++i) writer.add(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
 }
 
+void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab& vocab, Dtype dtype) {
+  writer.set_metadata("format", "pt");
+  writer.set_metadata("config", model.config().to_json().dump());
+  writer.set_metadata("vocab", vocab.to_json());
+  writer.set_metadata("dtype", dtype_name(dtype));
+}
+
 }  // namespace
 
 std::string model_path(const std::string& out_dir) { return (fs::path(out_dir) / "model.safetensors").string(); }
@@ -54,10 +62,7 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
 
   SafetensorsWriter weights;
   add_weights(weights, model);
-  weights.set_metadata("format", "pt");
-  weights.set_metadata("config", model.config().to_json().dump());
-  weights.set_metadata("vocab", vocab.to_json());
-  weights.set_metadata("dtype", dtype_name(model.matmul_dtype()));
+  add_model_metadata(weights, model, vocab, model.matmul_dtype());
 
   std::string state_name;
   if (state) {
@@ -89,6 +94,24 @@ void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab,
       if (name.starts_with(kStatePrefix) && name != state_name) fs::remove(entry.path(), ec);
     }
   }
+}
+
+void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, const std::string& path) {
+  std::set<const float*> product_only;
+  if (dtype == Dtype::bfloat16)
+    for (const LinearWeights* linear : model.weights().linears())
+      if (linear->weight.data != model.weights().wte.data) product_only.insert(linear->weight.data);
+  SafetensorsWriter writer;
+  ParamStore& params = model.params();
+  for (int i = 0; i < params.size(); ++i) {
+    const float* data = params.tensor(i).data;
+    if (product_only.count(data))
+      writer.add_bfloat16(params.slot(i).name, params.slot(i).shape, data);
+    else
+      writer.add(params.slot(i).name, params.slot(i).shape, data);
+  }
+  add_model_metadata(writer, model, vocab, dtype == Dtype::bfloat16 ? dtype : model.matmul_dtype());
+  write_file_atomically(path, writer.serialize());
 }
 
 LoadedModel load_model(const std::string& path_or_dir) {

@@ -49,6 +49,14 @@ struct OptimizerState {
 void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
                      const OptimizerState* optimizer);
 
+// Writes the model's weights alone (no training state), with the metadata sampling needs, to the
+// file `path`, atomically. dtype bfloat16 stores the matrices that enter nothing but matrix
+// products (the blocks' Linear weights) as BF16, rounded as those products round them: half the
+// bytes, and a file that samples with bfloat16 products (its recorded dtype) exactly as the
+// float32 checkpoint does with --dtype bfloat16. Embeddings (wte is also the tied head, and is
+// looked up in float32), layernorms and biases stay F32.
+void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, const std::string& path);
+
 struct LoadedModel {
   std::unique_ptr<Gpt> model;
   Vocab vocab;

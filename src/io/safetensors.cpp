@@ -1,11 +1,13 @@
 #include "io/safetensors.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 #include <nlohmann/json.hpp>
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "kernels/bfloat16.h"
 
 namespace gpt {
 
@@ -22,7 +24,13 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 void SafetensorsWriter::add(const std::string& name, const Shape& shape, const float* data) {
-  items_.push_back({name, shape, data});
+  items_.push_back({name, shape, data, {}});
+}
+
+void SafetensorsWriter::add_bfloat16(const std::string& name, const Shape& shape, const float* data) {
+  std::vector<uint16_t> rounded(static_cast<std::size_t>(shape.numel()));
+  for (std::size_t i = 0; i < rounded.size(); ++i) rounded[i] = round_to_bfloat16(data[i]);
+  items_.push_back({name, shape, nullptr, std::move(rounded)});
 }
 
 std::string SafetensorsWriter::serialize() const {
@@ -31,8 +39,9 @@ std::string SafetensorsWriter::serialize() const {
   std::size_t offset = 0;
   for (const Item& item : items_) {
     std::vector<int64_t> dims(item.shape.dims, item.shape.dims + item.shape.rank);
-    const std::size_t bytes = static_cast<std::size_t>(item.shape.numel()) * sizeof(float);
-    header[item.name] = {{"dtype", "F32"}, {"shape", dims}, {"data_offsets", {offset, offset + bytes}}};
+    const bool bf16 = item.data == nullptr;
+    const std::size_t bytes = static_cast<std::size_t>(item.shape.numel()) * (bf16 ? sizeof(uint16_t) : sizeof(float));
+    header[item.name] = {{"dtype", bf16 ? "BF16" : "F32"}, {"shape", dims}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
@@ -43,8 +52,14 @@ std::string SafetensorsWriter::serialize() const {
   uint64_t n = json.size();
   for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xFF);
   out += json;
-  for (const Item& item : items_)
-    out.append(reinterpret_cast<const char*>(item.data), static_cast<std::size_t>(item.shape.numel()) * sizeof(float));
+  static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+  for (const Item& item : items_) {
+    if (item.data)
+      out.append(reinterpret_cast<const char*>(item.data),
+                 static_cast<std::size_t>(item.shape.numel()) * sizeof(float));
+    else
+      out.append(reinterpret_cast<const char*>(item.bfloat16s.data()), item.bfloat16s.size() * sizeof(uint16_t));
+  }
   return out;
 }
 
@@ -88,9 +103,12 @@ SafetensorsReader::SafetensorsReader(std::string bytes, std::string source)
     const std::string where = "tensor \"" + name + "\": ";
     if (!value.is_object()) fail(where + "entry is not an object");
     if (!value.contains("dtype") || !value["dtype"].is_string()) fail(where + "no dtype");
-    if (value["dtype"] != "F32") fail(where + "dtype " + value["dtype"].get<std::string>() + ", expected F32");
+    if (value["dtype"] != "F32" && value["dtype"] != "BF16")
+      fail(where + "dtype " + value["dtype"].get<std::string>() + ", expected F32 or BF16");
     if (!value.contains("shape") || !value["shape"].is_array()) fail(where + "no shape array");
     Entry entry;
+    entry.bfloat16 = value["dtype"] == "BF16";
+    const uint64_t element_bytes = entry.bfloat16 ? sizeof(uint16_t) : sizeof(float);
     uint64_t numel = 1;
     for (const auto& d : value["shape"]) {
       if (!d.is_number_unsigned()) fail(where + "shape entries must be non-negative integers");
@@ -108,9 +126,9 @@ SafetensorsReader::SafetensorsReader(std::string bytes, std::string source)
     if (end > data_size)
       fail(where + "data_offsets end " + std::to_string(end) + " runs past the data (" + std::to_string(data_size) +
            " bytes)");
-    if (end - begin != numel * sizeof(float))
+    if (end - begin != numel * element_bytes)
       fail(where + "data_offsets span " + std::to_string(end - begin) + " bytes but shape " + shape_text(entry.shape) +
-           " needs " + std::to_string(numel * sizeof(float)));
+           " needs " + std::to_string(numel * element_bytes));
     entry.begin = static_cast<std::size_t>(begin);
     entry.end = static_cast<std::size_t>(end);
     ranges.emplace_back(entry.begin, entry.end);
@@ -136,7 +154,16 @@ void SafetensorsReader::read_into(const std::string& name, const Shape& expected
     throw UserError(source_ + ": tensor \"" + name + "\" has shape " + shape_text(e.shape) + ", the model needs " +
                         shape_text(want),
                     1);
-  std::memcpy(dst, bytes_.data() + data_start_ + e.begin, e.end - e.begin);
+  const char* src = bytes_.data() + data_start_ + e.begin;
+  if (!e.bfloat16) {
+    std::memcpy(dst, src, e.end - e.begin);
+    return;
+  }
+  for (std::size_t i = 0; i < (e.end - e.begin) / sizeof(uint16_t); ++i) {
+    uint16_t h;
+    std::memcpy(&h, src + i * sizeof(uint16_t), sizeof h);
+    dst[i] = bfloat16_to_float(h);
+  }
 }
 
 }  // namespace gpt

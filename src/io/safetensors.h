@@ -2,8 +2,9 @@
 //   8 bytes little-endian header length N, N bytes of JSON header, then the raw tensor bytes.
 // The header maps each tensor name to {"dtype", "shape", "data_offsets": [begin, end]} (offsets
 // relative to the byte after the header) and may hold "__metadata__", a map of strings.
-// We write and read F32 only. The reader treats the file as untrusted: every malformation is a
-// UserError (exit 1) naming the file and the problem, never undefined behaviour.
+// We write and read F32 and BF16 (bfloat16: the high 16 bits of a float32; read back widened to
+// float32, exactly). The reader treats the file as untrusted: every malformation is a UserError
+// (exit 1) naming the file and the problem, never undefined behaviour.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +19,11 @@ namespace gpt {
 
 class SafetensorsWriter {
  public:
+  // F32: the floats as they are (`data` must outlive serialize()).
   void add(const std::string& name, const Shape& shape, const float* data);
+  // BF16: each float rounded to the nearest bfloat16 (ties to even, subnormals to signed zero),
+  // as dtype "bfloat16" rounds the inputs of matrix products.
+  void add_bfloat16(const std::string& name, const Shape& shape, const float* data);
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
   std::string serialize() const;
 
@@ -26,7 +31,8 @@ class SafetensorsWriter {
   struct Item {
     std::string name;
     Shape shape;
-    const float* data;
+    const float* data;                // F32
+    std::vector<uint16_t> bfloat16s;  // BF16 when data is null
   };
   std::vector<Item> items_;
   std::map<std::string, std::string> metadata_;
@@ -37,6 +43,7 @@ class SafetensorsReader {
   struct Entry {
     std::vector<int64_t> shape;
     std::size_t begin = 0, end = 0;  // byte offsets into the data section
+    bool bfloat16 = false;           // BF16 rather than F32
   };
 
   // Parses and validates `bytes` (the whole file); `source` names the file in messages.
@@ -48,7 +55,7 @@ class SafetensorsReader {
   const std::string& metadata(const std::string& key) const;
   bool has_metadata(const std::string& key) const { return metadata_.count(key) != 0; }
 
-  // Copies tensor `name` into dst after checking that its shape is `expected`.
+  // Copies tensor `name` into dst (as float32) after checking that its shape is `expected`.
   void read_into(const std::string& name, const Shape& expected, float* dst) const;
 
  private:

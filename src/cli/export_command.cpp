@@ -1,0 +1,65 @@
+// gpt export: writes a trained model's weights alone, for sampling and sharing: no optimizer
+// state, and with --dtype bfloat16 the Linear weights in bfloat16 (about half the bytes).
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+#include <memory>
+
+#include "cli/commands.h"
+#include "core/check.h"
+#include "io/checkpoint.h"
+#include "kernels/dtype.h"
+
+namespace gpt {
+
+namespace {
+
+struct ExportOptions {
+  std::string out_dir = "out";
+  std::string checkpoint;
+  std::string dtype = "bfloat16";
+  std::string out;  // default: <out_dir>/model-<dtype>.safetensors
+  bool quiet = false;
+};
+
+int run_export(const ExportOptions& options) {
+  setup_logging(options.quiet);
+  const std::optional<Dtype> dtype = parse_dtype(options.dtype);
+  if (!dtype) throw UserError("--dtype must be \"float32\" or \"bfloat16\", got \"" + options.dtype + "\"");
+  const std::string source = options.checkpoint.empty() ? options.out_dir : options.checkpoint;
+  LoadedModel loaded = load_model(source);
+  const std::filesystem::path folder = std::filesystem::path(loaded.path).parent_path();
+  const std::string out = options.out.empty()
+                              ? (folder / ("model-" + std::string(dtype_name(*dtype)) + ".safetensors")).string()
+                              : options.out;
+  std::error_code ec;
+  if (std::filesystem::equivalent(out, loaded.path, ec))
+    throw UserError("--out " + out + " is the checkpoint being exported; choose another file");
+  export_model(*loaded.model, loaded.vocab, *dtype, out);
+  const auto bytes = [](const std::string& path) {
+    std::error_code size_error;
+    return static_cast<double>(std::filesystem::file_size(path, size_error)) / (1 << 20);
+  };
+  spdlog::info(
+      "wrote {} ({:.1f} MiB, {} weights; the checkpoint {:.1f} MiB); sample it with gpt sample --checkpoint {}", out,
+      bytes(out), dtype_name(*dtype), bytes(loaded.path), out);
+  return 0;
+}
+
+}  // namespace
+
+Command add_export_command(CLI::App& app) {
+  auto options = std::make_shared<ExportOptions>();
+  CLI::App* sub = app.add_subcommand("export", "Write a trained model's weights alone (optionally in bfloat16)");
+  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
+  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
+  sub->add_option("--dtype", options->dtype,
+                  "\"bfloat16\" (the Linear weights rounded to bfloat16, half the bytes; samples as --dtype bfloat16 "
+                  "does) or \"float32\" (the weights as trained)")
+      ->capture_default_str();
+  sub->add_option("--out", options->out, "file to write (default: model-<dtype>.safetensors beside the checkpoint)");
+  sub->add_flag("--quiet", options->quiet, "no log output");
+  return {sub, [options] { return run_export(*options); }};
+}
+
+}  // namespace gpt
