@@ -219,7 +219,7 @@ TEST(GemmBfloat16, EveryKernelGivesTheSameBits) {
   ASSERT_GE(kernels.size(), 2u) << "expected a SIMD kernel besides the portable one";
   // Scaled by 1e-19 each, products fall around FLT_MIN: some sums are flushed, some not.
   for (const float scale : {1.0f, 1e-19f})
-    for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}, Case{64, 96, 512}, Case{5, 33, 1}}) {
+    for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}, Case{64, 96, 512}, Case{19, 40, 1101}, Case{5, 33, 1}}) {
       auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
       for (auto* v : {&A, &B, &C0})
         for (float& x : *v) x *= scale;
@@ -240,7 +240,7 @@ TEST(GemmBfloat16, EveryKernelGivesTheSameBits) {
 }
 
 TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBits) {
-  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 301}, Case{1, 130, 40}})
+  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 301}, Case{9, 70, 1101}, Case{1, 130, 40}})
     for (int tb = 0; tb < 2; ++tb) {
       auto A = random_vector(c.M * c.K, 9), B = random_vector(c.K * c.N, 10), C0 = random_vector(c.M * c.N, 11);
       const auto expected = run(false, tb, c, A, B, C0, true, Dtype::bfloat16);

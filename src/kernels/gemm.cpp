@@ -26,7 +26,9 @@ namespace {
 // Cache blocks (in elements): an MC x KC block of packed A and a KC x NC panel of packed B stay in
 // L2; one KC x NR sliver of B stays in L1. The register tile MR x NR depends on the kernel.
 // Packed operands hold k steps: one float per k (float32 inputs), or one bfloat16 pair (k, k+1)
-// in a uint32 (bfloat16 inputs, the layout VDPBF16PS reads), so KC is even.
+// in a uint32 (bfloat16 inputs, the layout VDPBF16PS reads), so KC is even. KC counts 4-byte
+// steps: a K block of pairs spans 2 KC values of k (Kernel::kc_values), which halves how often C
+// is read and written back, the same cache footprint.
 constexpr int64_t KC = 256;
 constexpr int64_t MC = 48;   // a multiple of every kernel's MR
 constexpr int64_t NC = 128;  // a multiple of every kernel's NR
@@ -336,6 +338,8 @@ struct Kernel {
     if (!bfloat16_steps) return kc;
     return std::is_same_v<Packed, float> ? (kc + 1) / 2 * 2 : (kc + 1) / 2;
   }
+  // Values of k per K block: KC steps.
+  int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
   bool reads_a_in_place() const { return direct_a[0] != nullptr; }
   static const Packed* pack_a_type() { return nullptr; }  // names Packed for generic callers
 };
@@ -627,15 +631,15 @@ void gemm_blocked(const Kernel<Packed>& kernel, bool trans_a, bool trans_b, int6
   const bool parallel = items > 1 && M * N * K >= (1 << 18) && threads > 1;
   // Inside an enclosing parallel region each thread runs its own product: its own buffers.
   thread_local GrowableBuffer own_packed_a, own_packed_b;
-  const int64_t block_steps = kernel.steps(std::min(K, KC));
+  const int64_t block_steps = kernel.steps(std::min(K, kernel.kc_values()));
   Packed* packed_b = prepacked ? nullptr
                                : (omp_in_parallel() ? own_packed_b : g_packed_b)
                                      .get<Packed>(static_cast<std::size_t>(slivers * NR * block_steps));
   Packed* packed_a = pack_whole_a ? (omp_in_parallel() ? own_packed_a : g_packed_a)
                                         .get<Packed>(static_cast<std::size_t>(slivers_a * MR * block_steps))
                                   : nullptr;
-  for (int64_t p0 = 0; p0 < K; p0 += KC) {
-    const int64_t kc = std::min(KC, K - p0), steps = kernel.steps(kc);
+  for (int64_t p0 = 0; p0 < K; p0 += kernel.kc_values()) {
+    const int64_t kc = std::min(kernel.kc_values(), K - p0), steps = kernel.steps(kc);
     const bool load_c = accumulate || p0 > 0;
     const Packed* block_b = prepacked ? prepacked + prepacked_block_offset(kernel, p0, slivers) : packed_b;
     // The work of one K block, this thread's contiguous share of each loop. No worksharing
@@ -686,8 +690,8 @@ template <typename Packed>
 void pack_whole_b(const Kernel<Packed>& kernel, bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb,
                   Packed* out) {
   const int64_t NR = kernel.NR, slivers = (N + NR - 1) / NR;
-  for (int64_t p0 = 0; p0 < K; p0 += KC) {
-    const int64_t kc = std::min(KC, K - p0);
+  for (int64_t p0 = 0; p0 < K; p0 += kernel.kc_values()) {
+    const int64_t kc = std::min(kernel.kc_values(), K - p0);
     Packed* block = out + prepacked_block_offset(kernel, p0, slivers);
     for (int64_t s = 0; s < slivers; ++s)
       kernel.pack_b(NR, trans_b, B, ldb, p0, kc, s * NR, std::min(NR, N - s * NR), block + s * NR * kernel.steps(kc));
@@ -702,8 +706,8 @@ void prepacked_columns(const Kernel<Packed>& kernel, int64_t M, const float* A, 
   const int64_t MR = kernel.MR, NR = kernel.NR, slivers = (N + NR - 1) / NR;
   thread_local GrowableBuffer own_packed_a;
   const FlushSubnormals flush(kernel.flush_with_mxcsr);
-  for (int64_t p0 = 0; p0 < K; p0 += KC) {
-    const int64_t kc = std::min(KC, K - p0);
+  for (int64_t p0 = 0; p0 < K; p0 += kernel.kc_values()) {
+    const int64_t kc = std::min(kernel.kc_values(), K - p0);
     Packed* packed_a = nullptr;
     if (!kernel.reads_a_in_place()) {
       packed_a = own_packed_a.get<Packed>(static_cast<std::size_t>((M + MR - 1) / MR * MR * kernel.steps(kc)));

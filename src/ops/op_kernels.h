@@ -23,7 +23,6 @@ struct DropoutMask {
   DropoutKeys keys;
 
   static DropoutMask make(float p, Rng& rng, bool training);
-  bool kept(int64_t index) const { return !active || dropout_kept(keys, static_cast<uint64_t>(index)); }
   // Elements first .. first + n - 1, serially: out = mask(in) (in == out allowed; a copy when inactive).
   void apply_range(int64_t first, const float* in, float* out, int64_t n) const;
   // The whole tensor, in parallel: out = mask(in) (in == out allowed), and acc += mask(d).
