@@ -74,7 +74,7 @@ bool kept_by_definition(uint64_t seed, uint64_t index, float p) {
 }
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
 }
 
 TEST(DropoutMaskKernel, EveryLoopGivesTheDefinitionsDecisionsBitForBit) {
