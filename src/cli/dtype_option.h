@@ -18,11 +18,15 @@ inline void add_dtype_option(CLI::App* command, std::string& dtype) {
                       "with)");
 }
 
-inline void apply_dtype_option(const std::string& dtype, Gpt& model) {
-  if (dtype.empty()) return;
+// The value of a --dtype flag; UserError (exit 2) naming the flag otherwise.
+inline Dtype parse_dtype_option(const std::string& dtype) {
   const std::optional<Dtype> parsed = parse_dtype(dtype);
   if (!parsed) throw UserError("--dtype must be \"float32\" or \"bfloat16\", got \"" + dtype + "\"");
-  model.set_matmul_dtype(*parsed);
+  return *parsed;
+}
+
+inline void apply_dtype_option(const std::string& dtype, Gpt& model) {
+  if (!dtype.empty()) model.set_matmul_dtype(parse_dtype_option(dtype));
 }
 
 }  // namespace gpt

@@ -6,9 +6,9 @@
 #include <memory>
 
 #include "cli/commands.h"
+#include "cli/dtype_option.h"
 #include "core/check.h"
 #include "io/checkpoint.h"
-#include "kernels/dtype.h"
 
 namespace gpt {
 
@@ -24,25 +24,24 @@ struct ExportOptions {
 
 int run_export(const ExportOptions& options) {
   setup_logging(options.quiet);
-  const std::optional<Dtype> dtype = parse_dtype(options.dtype);
-  if (!dtype) throw UserError("--dtype must be \"float32\" or \"bfloat16\", got \"" + options.dtype + "\"");
+  const Dtype dtype = parse_dtype_option(options.dtype);
   const std::string source = options.checkpoint.empty() ? options.out_dir : options.checkpoint;
   LoadedModel loaded = load_model(source);
   const std::filesystem::path folder = std::filesystem::path(loaded.path).parent_path();
   const std::string out = options.out.empty()
-                              ? (folder / ("model-" + std::string(dtype_name(*dtype)) + ".safetensors")).string()
+                              ? (folder / ("model-" + std::string(dtype_name(dtype)) + ".safetensors")).string()
                               : options.out;
   std::error_code ec;
   if (std::filesystem::equivalent(out, loaded.path, ec))
     throw UserError("--out " + out + " is the checkpoint being exported; choose another file");
-  export_model(*loaded.model, loaded.vocab, *dtype, out);
+  export_model(*loaded.model, loaded.vocab, dtype, out);
   const auto bytes = [](const std::string& path) {
     std::error_code size_error;
     return static_cast<double>(std::filesystem::file_size(path, size_error)) / (1 << 20);
   };
   spdlog::info(
       "wrote {} ({:.1f} MiB, {} weights; the checkpoint {:.1f} MiB); sample it with gpt sample --checkpoint {}", out,
-      bytes(out), dtype_name(*dtype), bytes(loaded.path), out);
+      bytes(out), dtype_name(dtype), bytes(loaded.path), out);
   return 0;
 }
 

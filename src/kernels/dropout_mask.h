@@ -2,8 +2,8 @@
 // when the top 24 bits of splitmix64's output at step index + 1 (from state `seed`) reach
 // `threshold` = ceil(p * 2^24), the integer form of "uniform [0, 1) >= p". Any element's
 // decision is computed directly, on any thread, so masks do not depend on the thread count.
-// The range kernels are vectorised (AVX-512, AVX2, baseline clones); the hash is integer
-// arithmetic, so every clone gives the same decisions as dropout_kept.
+// The range kernels have an AVX-512, an AVX2 and a baseline loop, picked at run time; the hash is
+// integer arithmetic, so every loop gives the same decisions as dropout_kept.
 #pragma once
 
 #include <cstdint>
