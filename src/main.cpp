@@ -8,7 +8,7 @@
 
 #include "cli/commands.h"
 #include "core/check.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include "cli/config_loader.h"
 #include "cli/run_files.h"
 #include "cli/stop_signal.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "io/checkpoint.h"
 #include "train/progress.h"
 #include "train/trainer.h"

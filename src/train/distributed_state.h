@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "core/aligned_buffer.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "io/checkpoint.h"
 #include "train/optimizer.h"
 

@@ -10,7 +10,7 @@
 #include "core/graph.h"
 #include "core/random_streams.h"
 #include "data/dataset.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "model/gpt.h"
 
 namespace gpt {

@@ -12,7 +12,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/param_store.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 
 namespace gpt {
 

@@ -17,7 +17,7 @@
 #include "core/check.h"
 #include "core/copy_values.h"
 #include "data/dataset.h"
-#include "dist/world.h"
+#include "distributed/world.h"
 #include "io/checkpoint.h"
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"

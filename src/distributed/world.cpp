@@ -1,4 +1,4 @@
-#include "dist/world.h"
+#include "distributed/world.h"
 
 #include <unistd.h>
 
