@@ -14,8 +14,7 @@ namespace {
 
 // In a run of several processes, an error only this process met: say which rank met it, then end
 // every process of the run (MPI_Abort) rather than leave the others waiting in a collective.
-int fail(const std::string& what, const std::string& message, int exit_code) {
-  const gpt::World& world = gpt::World::instance();
+int fail(const gpt::World& world, const std::string& what, const std::string& message, int exit_code) {
   if (!world.distributed()) {
     std::fprintf(stderr, "gpt: %s: %s\n", what.c_str(), message.c_str());
     return exit_code;
@@ -25,19 +24,19 @@ int fail(const std::string& what, const std::string& message, int exit_code) {
   world.abort(exit_code);
 }
 
-int run(const std::vector<gpt::Command>& commands) {
+int run(const std::vector<gpt::Command>& commands, const gpt::World& world) {
   try {
     for (const gpt::Command& command : commands)
-      if (command.app->parsed()) return command.run();
+      if (command.app->parsed()) return command.run(world);
   } catch (const gpt::AgreedFailure& e) {
     if (e.report) std::fprintf(stderr, "gpt: error: %s\n", e.message.c_str());
     return e.exit_code;
   } catch (const gpt::UserError& e) {
-    return fail("error", e.what(), e.exit_code());
+    return fail(world, "error", e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {
-    return fail("error", "out of memory", 1);
+    return fail(world, "error", "out of memory", 1);
   } catch (const std::exception& e) {
-    return fail("internal error", e.what(), 1);
+    return fail(world, "internal error", e.what(), 1);
   }
   return 2;
 }
@@ -60,13 +59,14 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : 2;  // --help and --version exit 0; usage errors 2
   }
+  gpt::World world;
   try {
-    gpt::World::start(&argc, &argv);
+    world = gpt::World::start(&argc, &argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt: error: %s\n", e.what());
     return 2;
   }
-  const int code = run(commands);
-  gpt::World::stop();
+  const int code = run(commands, world);
+  world.stop();
   return code;
 }

@@ -3,12 +3,11 @@
 // resumed), and early stopping by patience.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <cmath>
 #include <fstream>
-#include <thread>
 
 #include "io/checkpoint.h"
+#include "simulated_clock.h"
 #include "train/time_budget.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
@@ -42,61 +41,78 @@ TEST(TimeBudget, PlansTheMostIterationsWhoseIterationsEvaluationsAndCheckpointsF
 
 class Budget : public CorpusTest {};
 
+// Trains `c` on simulated time: every clock reading costs `seconds_per_reading`.
+TrainResult train_on_simulated_clock(const TrainConfig& c, SimulatedClock& clock,
+                                     const std::atomic<int>* stop = nullptr) {
+  const World one_process;
+  return run_training(c, RunContext{one_process, stop, clock});
+}
+
 // The run fixes its schedule's length after measuring its first iterations, and its final
-// evaluation and checkpoint are done inside the budget.
+// evaluation and checkpoint are done inside the budget. On simulated time, so exactly.
 TEST_F(Budget, AMaxTimeRunEndsWithinItsBudgetEvaluatedAndSaved) {
   TrainConfig c = tiny_config(dir, corpus);
-  c.max_time = "4s";
-  c.eval_interval = 1000;
-  const TrainResult r = run_training(c, nullptr);
-  EXPECT_LE(r.wall_seconds, 4.0 + 5.0);  // the target: within 2% or 5 s
-  EXPECT_GE(r.wall_seconds, 0.8 * 4.0) << "the budget was not used";
-  EXPECT_GT(r.planned_iters, 0) << "the schedule's length was never fixed";
+  c.max_time = {4};
+  c.eval_interval = 50;
+  SimulatedClock clock(0.01);
+  const TrainResult r = train_on_simulated_clock(c, clock);
+  EXPECT_LE(r.wall_seconds, 4.0);
+  EXPECT_GE(r.wall_seconds, 0.95 * 4.0) << "the budget was not used";
+  ASSERT_GT(r.planned_iters, 0) << "the schedule's length was never fixed";
+  EXPECT_GE(r.final_iter, r.planned_iters - 1);
   const LoggedRun run = read_metrics(c.out_dir);
   ASSERT_FALSE(run.val.empty());
   EXPECT_EQ(run.val.back().first, r.final_iter);  // the final evaluation
-  EXPECT_EQ(load_model(c.out_dir).model->config().n_layer, c.n_layer);
-  // The decay ends at min_lr on the planned run's last iteration, however few iterations the
-  // machine's speed left room for; later iterations (a machine faster than measured) stay there.
+  EXPECT_EQ(load_model(c.out_dir).model->config().n_layer, c.model.n_layer);
+  // The decay ends at min_lr on the planned run's last iteration; later iterations (the run was
+  // faster than planned) stay there.
   std::ifstream metrics(c.out_dir + "/metrics.jsonl");
   int64_t at_min_lr = 0;
   for (std::string line; std::getline(metrics, line);) {
     const auto j = nlohmann::json::parse(line);
-    if (j["type"] != "train" || r.planned_iters == 0 || j["iter"].get<int64_t>() < r.planned_iters - 1) continue;
+    if (j["type"] != "train" || j["iter"].get<int64_t>() < r.planned_iters - 1) continue;
     EXPECT_NEAR(j["lr"].get<double>(), c.min_lr, 1e-12) << "iteration " << j["iter"];
     ++at_min_lr;
   }
-  if (r.final_iter >= r.planned_iters) {
-    EXPECT_EQ(at_min_lr, r.final_iter - r.planned_iters + 1);
-  }
+  EXPECT_EQ(at_min_lr, r.final_iter - r.planned_iters + 1);
 }
 
+// Stopped once the length is fixed (at 2 of its 6 simulated seconds), the run resumes with the
+// length it fixed, on a clock of another speed.
 TEST_F(Budget, AResumedMaxTimeRunKeepsTheLengthItFixed) {
   TrainConfig c = tiny_config(dir, corpus);
-  c.max_time = "6s";
+  c.max_time = {6};
   c.eval_interval = 100;
-  // Stopped once the length is fixed: until then the learning rate holds at its peak after the
-  // warmup; from then on it decays.
   std::atomic<int> stop{0};
-  std::thread stopper([&] {
-    for (int i = 0; i < 6000 && stop.load() == 0; ++i) {
-      std::ifstream metrics(c.out_dir + "/metrics.jsonl");
-      for (std::string line; std::getline(metrics, line);) {
-        const auto j = nlohmann::json::parse(line, nullptr, false);
-        if (j.is_object() && j.value("type", "") == "train" && j.value("iter", 0) > c.warmup_iters &&
-            j.value("lr", 0.0) < c.learning_rate * (1 - 1e-9))
-          stop.store(15);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  });
-  const TrainResult first = run_training(c, &stop);
-  stopper.join();
+  SimulatedClock clock(0.01);
+  clock.on_reading = [&](double now) {
+    if (now >= 2.0) stop.store(15);
+  };
+  const TrainResult first = train_on_simulated_clock(c, clock, &stop);
   ASSERT_EQ(first.stop_signal, 15);
+  ASSERT_GT(first.planned_iters, 0);
   ASSERT_GT(first.planned_iters, first.final_iter);
-  c.init_from = "resume";
-  const TrainResult resumed = run_training(c, nullptr);
+  c.init_from = {InitKind::resume, ""};
+  SimulatedClock slower(0.03);
+  const TrainResult resumed = train_on_simulated_clock(c, slower);
   EXPECT_EQ(resumed.planned_iters, first.planned_iters);
+  EXPECT_GT(resumed.final_iter, first.final_iter);
+}
+
+TEST(BudgetPlanner, PlansOnceMeasuredAndEndsWhenOnlyTheFinalEvaluationAndCheckpointFit) {
+  BudgetPlanner planner(100, {10, 5, 1, 0});
+  for (int i = 0; i < 9; ++i) planner.record_iteration(1.0);
+  EXPECT_FALSE(planner.measured()) << "9 iterations";
+  planner.record_iteration(1.0);
+  EXPECT_TRUE(planner.measured());
+  planner.record_evaluation(2.0);
+  planner.record_save(0.5);
+  // The plan is plan_iterations' (tested above) over 99% of the budget with the measured costs.
+  const int64_t planned = planner.plan(12, 10);
+  EXPECT_EQ(planned, plan_iterations(99, 12, 10, BudgetPlanner::kUnplanned, 10, planner.costs()));
+  EXPECT_GT(planned, 10);
+  EXPECT_FALSE(planner.out_of_time(90));
+  EXPECT_TRUE(planner.out_of_time(97));  // 97 + 2 + 0.5 >= 99
 }
 
 // No learning (a negligible learning rate): the evaluations only vary with their batches, so a
@@ -143,7 +159,7 @@ class FineTune : public CorpusTest {};
 // the fine-tuned run resumes; a character the model lacks is named.
 TEST_F(FineTune, StartsFromTheCheckpointAndLowersTheLossOnTheNewText) {
   TrainConfig base = tiny_config(dir, corpus);
-  base.dropout = 0;
+  base.model.dropout = 0;
   base.max_iters = 150;
   base.lr_decay_iters = 150;
   base.eval_interval = 50;
@@ -153,11 +169,11 @@ TEST_F(FineTune, StartsFromTheCheckpointAndLowersTheLossOnTheNewText) {
   for (int i = 0; i < 600; ++i) text += i % 3 == 0 ? "the queen and the king\n" : "my lord the king\n";
   TrainConfig tune = base;
   tune.data_path = dir.write("new.txt", text);
-  tune.init_from = base.out_dir;
+  tune.init_from = {InitKind::checkpoint, base.out_dir};
   tune.out_dir = dir.file("tuned");
   tune.max_iters = 40;
   tune.lr_decay_iters = 40;
-  tune.n_layer = 3;  // the checkpoint's architecture wins
+  tune.model.n_layer = 3;  // the checkpoint's architecture wins
   run_training(tune, nullptr);
   const LoggedRun tuned = read_metrics(tune.out_dir);
 
@@ -167,18 +183,18 @@ TEST_F(FineTune, StartsFromTheCheckpointAndLowersTheLossOnTheNewText) {
   EXPECT_LT(tuned.val.front().second, 0.7 * uniform) << "did not start from the checkpoint";
   EXPECT_LT(tuned.val.back().second, tuned.val.front().second - 0.1);
   LoadedModel model = load_model(tune.out_dir);
-  EXPECT_EQ(model.model->config().n_layer, base.n_layer);
+  EXPECT_EQ(model.model->config().n_layer, base.model.n_layer);
   EXPECT_EQ(model.vocab, load_model(base.out_dir).vocab);
 
-  tune.init_from = "resume";
+  tune.init_from = {InitKind::resume, ""};
   tune.max_iters = 45;
   tune.lr_decay_iters = 45;
-  tune.n_layer = base.n_layer;
+  tune.model.n_layer = base.model.n_layer;
   EXPECT_EQ(run_training(tune, nullptr).final_iter, 45);
 
   TrainConfig outside = base;
   outside.data_path = dir.write("outside.txt", text + "Zebra\n" + text);
-  outside.init_from = base.out_dir;
+  outside.init_from = {InitKind::checkpoint, base.out_dir};
   outside.out_dir = dir.file("outside");
   try {
     run_training(outside, nullptr);

@@ -359,7 +359,7 @@ TEST_F(DatasetCache, ResumingOnTextWithAnotherVocabularyIsAnError) {
   c.cache_dir = cache;
   c.max_iters = 2;
   run_training(c, nullptr);
-  c.init_from = "resume";
+  c.init_from = {InitKind::resume, ""};
   c.max_iters = 4;
   c.data_path = dir.write("other.txt", generated_corpus(5000) + "XYZ");
   try {

@@ -165,18 +165,18 @@ TEST(Vocab, SortedIdsJsonRoundTripAndUnknownCharacters) {
 
 TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   const TrainConfig c = parse_train_config(R"({"data_path": "x.txt", "n_layer": 4, "max_iters": 2000.0})", "c.json");
-  EXPECT_EQ(c.n_layer, 4);
+  EXPECT_EQ(c.model.n_layer, 4);
   EXPECT_EQ(c.max_iters, 2000);
-  EXPECT_EQ(c.n_embd, 384);  // default
+  EXPECT_EQ(c.model.n_embd, 384);  // default
   EXPECT_EQ(nearest_config_key("lerning_rate"), "learning_rate");
   EXPECT_EQ(nearest_config_key("nlayer"), "n_layer");
   testing::ScratchDir dir;
   const std::string path = dir.write("c.json", R"({"data_path": "x.txt"})");
   const TrainConfig o =
       load_train_config(path, {{"n_head", "4"}, {"n_embd", "128"}, {"bias", "true"}, {"dropout", "0"}});
-  EXPECT_EQ(o.n_head, 4);
-  EXPECT_TRUE(o.bias);
-  EXPECT_EQ(o.dropout, 0.0);
+  EXPECT_EQ(o.model.n_head, 4);
+  EXPECT_TRUE(o.model.bias);
+  EXPECT_EQ(o.model.dropout, 0.0);
 }
 
 TEST(ConfigLoader, NumbersTooLargeForADoubleAreAnError) {

@@ -86,7 +86,7 @@ TEST(Optimizers, MadeFromTheConfigWithTheirStateByName) {
   ASSERT_EQ(adamw->state().size(), 2u);
   EXPECT_EQ(adamw->state()[0].name, "exp_avg");
   EXPECT_EQ(adamw->state()[1].name, "exp_avg_sq");
-  c.optimizer = "lion";
+  c.optimizer = OptimizerKind::lion;
   EXPECT_STREQ(make_optimizer(c, store)->name(), "lion");
 }
 
@@ -94,7 +94,7 @@ class OptimizerCheckpoints : public CorpusTest {};
 
 TEST_F(OptimizerCheckpoints, LionRunResumesExactly) {
   TrainConfig c = tiny_config(dir, corpus);
-  c.optimizer = "lion";
+  c.optimizer = OptimizerKind::lion;
   c.learning_rate = 3e-4;
   c.weight_decay = 1.0;
   expect_resumed_run_reproduces(c, dir.file("split"));
@@ -106,8 +106,8 @@ TEST_F(OptimizerCheckpoints, ResumingWithAnotherOptimizerNamesBoth) {
   TrainConfig c = tiny_config(dir, corpus);
   c.max_iters = 2;
   run_training(c, nullptr);
-  c.init_from = "resume";
-  c.optimizer = "lion";
+  c.init_from = {InitKind::resume, ""};
+  c.optimizer = OptimizerKind::lion;
   try {
     run_training(c, nullptr);
     FAIL() << "expected an error";
@@ -160,7 +160,7 @@ TEST_F(OptimizerCheckpoints, TrainStatesOfTheAdamWOnlyFormatStillLoad) {
   EXPECT_EQ(old.step, 6);
   EXPECT_EQ(m_old, m);
   EXPECT_EQ(v_old, v);
-  c.init_from = "resume";
+  c.init_from = {InitKind::resume, ""};
   c.max_iters = 8;
   EXPECT_EQ(run_training(c, nullptr).final_iter, 8);
 }

@@ -77,7 +77,7 @@ void check_parity(const std::string& file_name) {
 
   // AdamW steps with clipping and the schedule, on the same batch each step.
   TrainConfig settings;
-  settings.optimizer = "adamw";
+  settings.optimizer = OptimizerKind::adamw;
   settings.beta1 = train["beta1"];
   settings.beta2 = train["beta2"];
   settings.weight_decay = train["weight_decay"];

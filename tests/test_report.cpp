@@ -32,7 +32,7 @@ TEST_F(Report, HasOnePointPerLoggedRecordTheBestMarkedAndEveryRun) {
   const RunRecord run = read_run(c.out_dir);
   ASSERT_EQ(run.train.size(), 20u);
   ASSERT_EQ(run.evals.size(), 5u);  // 0, 5, 10, 15, 20
-  EXPECT_EQ(run.config["n_layer"], c.n_layer);
+  EXPECT_EQ(run.config["n_layer"], c.model.n_layer);
   EXPECT_TRUE(run.start.is_object());
 
   const std::string html = render_run_report({run}, {});
@@ -87,8 +87,8 @@ TEST_F(Report, SurprisalShadesEvalsTokensWithTheirLosses) {
   Arena arena;
   Graph graph(arena);
   const TokenView view(ids);
-  const WindowEval eval = evaluate_windows(*loaded.model, graph, view, c.block_size);
-  const std::vector<TokenSurprise> tokens = surprisal_windows(*loaded.model, graph, view, c.block_size, 1 << 20);
+  const WindowEval eval = evaluate_windows(*loaded.model, graph, view, c.model.block_size);
+  const std::vector<TokenSurprise> tokens = surprisal_windows(*loaded.model, graph, view, c.model.block_size, 1 << 20);
   ASSERT_EQ(static_cast<int64_t>(tokens.size()), eval.tokens);
   double total = 0;
   for (std::size_t i = 0; i < tokens.size(); ++i) {
@@ -97,11 +97,12 @@ TEST_F(Report, SurprisalShadesEvalsTokensWithTheirLosses) {
     total += tokens[i].loss_nats;
   }
   EXPECT_NEAR(total / static_cast<double>(tokens.size()), eval.loss_nats, 1e-5 * eval.loss_nats);
-  const std::string html = render_surprisal_report({loaded.path, "text", c.block_size, ids[0], tokens}, loaded.vocab);
+  const std::string html =
+      render_surprisal_report({loaded.path, "text", c.model.block_size, ids[0], tokens}, loaded.vocab);
   EXPECT_EQ(count_of(html, "\" title=\""), static_cast<int>(tokens.size()));  // a shaded span per token
   EXPECT_EQ(html.find("<script"), std::string::npos);
-  EXPECT_EQ(surprisal_windows(*loaded.model, graph, view, c.block_size, 3 * c.block_size + 1).size(),
-            3u * static_cast<std::size_t>(c.block_size));  // --max_chars
+  EXPECT_EQ(surprisal_windows(*loaded.model, graph, view, c.model.block_size, 3 * c.model.block_size + 1).size(),
+            3u * static_cast<std::size_t>(c.model.block_size));  // --max_chars
 }
 
 }  // namespace

@@ -2,13 +2,17 @@
 // independent of the thread count, a resumed run continues exactly, checkpoints reload.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <thread>
 
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
 #include "thread_count.h"
 #include "train/evaluate.h"
+#include "train/stop_saver.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
 
@@ -25,7 +29,7 @@ TEST_F(Training, LossFallsWellBelowUniform) {
   c.lr_decay_iters = 150;
   c.eval_interval = 50;
   c.eval_iters = 5;
-  c.dropout = 0;
+  c.model.dropout = 0;
   const TrainResult r = run_training(c, nullptr);
   const double uniform = std::log(static_cast<double>(open_text(corpus).vocab().size()));
   EXPECT_LT(r.last_val_loss, 0.6 * uniform) << "ln(V) = " << uniform;
@@ -49,7 +53,7 @@ TEST_F(Training, SameSeedSameLossesBitForBit) {
 TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   const testing::ThreadCount restore;  // run_training sets the count from c.threads
   TrainConfig c = tiny_config(dir, corpus);
-  c.n_embd = 64;  // enough work for the parallel paths to split it
+  c.model.n_embd = 64;  // enough work for the parallel paths to split it
   c.batch_size = 16;
   c.threads = 1;
   run_training(c, nullptr);
@@ -70,12 +74,12 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
 TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
   const testing::ThreadCount restore;
   TrainConfig c = tiny_config(dir, corpus);
-  c.n_embd = 64;
+  c.model.n_embd = 64;
   c.batch_size = 16;
   run_training(c, nullptr);
   const LoggedRun float32 = read_metrics(c.out_dir);
   EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::float32);
-  c.dtype = "bfloat16";
+  c.dtype = Dtype::bfloat16;
   c.threads = 1;
   run_training(c, nullptr);
   const LoggedRun one = read_metrics(c.out_dir);
@@ -105,7 +109,7 @@ TEST_F(Training, StopRequestSavesAResumableCheckpoint) {
   const TrainResult r = run_training(stopped, &stop);
   EXPECT_EQ(r.stop_signal, 2);
   EXPECT_EQ(r.iterations, 1);
-  stopped.init_from = "resume";
+  stopped.init_from = {InitKind::resume, ""};
   run_training(stopped, nullptr);
   EXPECT_EQ(read_metrics(stopped.out_dir).train, full.train);
   EXPECT_EQ(read_metrics(stopped.out_dir).val, full.val);
@@ -132,14 +136,69 @@ TEST_F(Training, ResumeWithADifferentArchitectureIsAnError) {
   TrainConfig c = tiny_config(dir, corpus);
   c.max_iters = 2;
   run_training(c, nullptr);
-  c.init_from = "resume";
-  c.n_layer = 3;
+  c.init_from = {InitKind::resume, ""};
+  c.model.n_layer = 3;
   try {
     run_training(c, nullptr);
     FAIL() << "expected an error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("n_layer"), std::string::npos) << e.what();
   }
+}
+
+// The saver thread saves what a stop finds while the main thread keeps updating the weights and
+// re-planning the schedule: the save it makes is one iteration's state, whole (weights, the
+// iteration it follows, the schedule's length and the config that records it, all agreeing).
+TEST(StopSaver, SavesOneIterationsWholeStateWhileTheScheduleIsPlanned) {
+  for (int trial = 0; trial < 20; ++trial) {
+    std::atomic<int> stop{0};
+    int64_t weights = 0;  // stands for the model: the iteration whose update it holds
+    std::vector<StopSnapshot> saved;
+    std::vector<int64_t> saved_weights;
+    {
+      StopSaver saver(&stop, [&](const StopSnapshot& s) {
+        saved.push_back(s);
+        saved_weights.push_back(weights);
+      });
+      const int64_t stop_at = 100 + 50 * trial;
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      for (int64_t iter = 0;; ++iter) {
+        StopSnapshot after;
+        after.iter_num = iter + 1;
+        after.planned_iters = 3 * (iter + 1);
+        after.train_config = {{"lr_decay_iters", 3 * (iter + 1) - 1}};
+        saver.apply([&] { weights = iter + 1; }, after);
+        StopSnapshot replanned = after;  // the schedule changes between updates too
+        replanned.planned_iters = 5 * (iter + 1);
+        replanned.train_config = {{"lr_decay_iters", 5 * (iter + 1) - 1}};
+        saver.publish(replanned);
+        if (iter == stop_at) stop.store(2);
+        if (iter > stop_at && saver.last_saved_iter() >= 0) break;  // saved while this loop ran
+        ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the saver did not save within 30 s";
+      }
+    }
+    ASSERT_EQ(saved.size(), 1u) << "trial " << trial;
+    const StopSnapshot& s = saved[0];
+    EXPECT_EQ(saved_weights[0], s.iter_num);
+    EXPECT_TRUE(s.planned_iters == 3 * s.iter_num || s.planned_iters == 5 * s.iter_num) << s.planned_iters;
+    EXPECT_EQ(s.train_config["lr_decay_iters"].get<int64_t>(), s.planned_iters - 1);
+  }
+}
+
+// A save of the main thread's marks its iteration saved: the saver does not save it again.
+TEST(StopSaver, DoesNotSaveAnIterationTheLoopSaved) {
+  std::atomic<int> stop{0};
+  int saves = 0;
+  {
+    StopSaver saver(&stop, [&](const StopSnapshot&) { ++saves; });
+    StopSnapshot after;
+    after.iter_num = 7;
+    saver.apply([] {}, after);
+    saver.save_now(7, [] {});
+    stop.store(2);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the saver polls every 20 ms
+  }
+  EXPECT_EQ(saves, 0);
 }
 
 }  // namespace

@@ -79,13 +79,13 @@ inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_
   TrainConfig c;
   c.data_path = corpus_path;
   c.out_dir = dir.file("out");
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 32;
-  c.block_size = 16;
+  c.model.n_layer = 2;
+  c.model.n_head = 2;
+  c.model.n_embd = 32;
+  c.model.block_size = 16;
   c.batch_size = 8;
-  c.dropout = 0.1;
-  c.bias = true;
+  c.model.dropout = 0.1;
+  c.model.bias = true;
   c.max_iters = 20;
   c.eval_interval = 5;
   c.eval_iters = 2;
@@ -126,7 +126,7 @@ inline void expect_resumed_run_reproduces(const TrainConfig& c, const std::strin
   run_training(first_half, nullptr);
   TrainConfig second_half = c;
   second_half.out_dir = split_out_dir;
-  second_half.init_from = "resume";
+  second_half.init_from = {InitKind::resume, ""};
   const TrainResult r = run_training(second_half, nullptr);
   EXPECT_EQ(r.iterations, c.max_iters - 10);
   EXPECT_EQ(read_metrics(split_out_dir).train, full.train);

@@ -1,15 +1,18 @@
 // The subcommands. Each file adds one subcommand to the CLI11 app (its options struct, the flags
-// bound to it) and returns the function that runs it and yields the process exit code.
+// bound to it) and returns the function that runs it in the process's world and yields the
+// process exit code.
 #pragma once
 
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "distributed/world.h"
+
 namespace gpt {
 
 struct Command {
   CLI::App* app;
-  std::function<int()> run;
+  std::function<int(const World&)> run;
 };
 
 Command add_train_command(CLI::App& app);

@@ -15,18 +15,20 @@ std::map<std::string, std::string> ConfigFlags::given() const {
 
 void add_config_flags(CLI::App* app, ConfigFlags& config_flags) {
   auto* group = app->add_option_group("config keys", "Every config key, overriding the file");
-  const TrainConfig defaults;
+  TrainConfig defaults;
   const nlohmann::ordered_json default_values = to_json(defaults);
   for (const ConfigKey& key : config_keys()) {
     const char* type = std::visit(
-        [](auto member) {
-          using T = std::remove_reference_t<decltype(defaults.*member)>;
+        [&](auto field) {
+          using T = std::remove_reference_t<decltype(field(defaults))>;
           if constexpr (std::is_same_v<T, int64_t>)
             return "INT";
           else if constexpr (std::is_same_v<T, double>)
             return "FLOAT";
           else if constexpr (std::is_same_v<T, bool>)
             return "BOOL";
+          else if constexpr (std::is_same_v<T, Duration>)
+            return "DURATION";
           else
             return "TEXT";
         },

@@ -42,30 +42,43 @@ std::string type_name(const nlohmann::json& v) {
   return std::string(v.type_name());
 }
 
+// A typed setting from its text, or the error naming the key and what it takes.
+template <class T>
+T parse_typed(const ConfigKey& key, const std::string& text, const std::string& source) {
+  std::optional<T> value = Setting<T>::parse(text);
+  if (!value)
+    throw UserError(source + ": key \"" + key.name + "\": expected " + Setting<T>::expected + ", got \"" + text + "\"");
+  return *value;
+}
+
 void set_from_json(TrainConfig& config, const ConfigKey& key, const nlohmann::json& v, const std::string& source) {
   auto wrong = [&](const char* expected) {
     throw UserError(source + ": key \"" + key.name + "\": expected " + expected + ", got " + type_name(v));
   };
   std::visit(
-      [&](auto member) {
-        using T = std::remove_reference_t<decltype(config.*member)>;
+      [&](auto field) {
+        auto& target = field(config);
+        using T = std::remove_reference_t<decltype(target)>;
         if constexpr (std::is_same_v<T, int64_t>) {
           if (v.is_number_integer())
-            config.*member = v.get<int64_t>();
+            target = v.get<int64_t>();
           else if (v.is_number_float() && std::nearbyint(v.get<double>()) == v.get<double>() &&
                    std::fabs(v.get<double>()) < 9e15)
-            config.*member = static_cast<int64_t>(v.get<double>());  // 5000.0 is fine, 0.5 is not
+            target = static_cast<int64_t>(v.get<double>());  // 5000.0 is fine, 0.5 is not
           else
             wrong("an integer");
         } else if constexpr (std::is_same_v<T, double>) {
           if (!v.is_number()) wrong("a number");
-          config.*member = v.get<double>();
+          target = v.get<double>();
         } else if constexpr (std::is_same_v<T, bool>) {
           if (!v.is_boolean()) wrong("true or false");
-          config.*member = v.get<bool>();
-        } else {
+          target = v.get<bool>();
+        } else if constexpr (std::is_same_v<T, std::string>) {
           if (!v.is_string()) wrong("a string");
-          config.*member = v.get<std::string>();
+          target = v.get<std::string>();
+        } else {
+          if (!v.is_string()) wrong(Setting<T>::expected);
+          target = parse_typed<T>(key, v.get<std::string>(), source);
         }
       },
       key.member);
@@ -74,30 +87,35 @@ void set_from_json(TrainConfig& config, const ConfigKey& key, const nlohmann::js
 void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string& text) {
   const std::string source = std::string("command line: --") + key.name;
   auto wrong = [&](const char* expected) {
-    throw UserError(source + ": expected " + expected + ", got \"" + text + "\"");
+    throw UserError(source + ": key \"" + key.name + "\": expected " + expected + ", got \"" + text + "\"");
   };
   std::visit(
-      [&](auto member) {
-        using T = std::remove_reference_t<decltype(config.*member)>;
+      [&](auto field) {
+        auto& target = field(config);
+        using T = std::remove_reference_t<decltype(target)>;
         if constexpr (std::is_same_v<T, int64_t>) {
           int64_t value = 0;
           auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
           if (ec != std::errc() || end != text.data() + text.size()) wrong("an integer");
-          config.*member = value;
+          target = value;
         } else if constexpr (std::is_same_v<T, double>) {
           char* end = nullptr;
           const double value = std::strtod(text.c_str(), &end);
           if (text.empty() || *end != '\0' || !std::isfinite(value)) wrong("a number");
-          config.*member = value;
+          target = value;
         } else if constexpr (std::is_same_v<T, bool>) {
           if (text == "true" || text == "1")
-            config.*member = true;
+            target = true;
           else if (text == "false" || text == "0")
-            config.*member = false;
+            target = false;
           else
             wrong("true or false");
+        } else if constexpr (std::is_same_v<T, std::string>) {
+          target = text;
         } else {
-          config.*member = text;
+          std::optional<T> value = Setting<T>::parse(text);
+          if (!value) wrong(Setting<T>::expected);
+          target = *value;
         }
       },
       key.member);
@@ -165,7 +183,7 @@ TrainConfig load_train_config(const std::string& path, const std::map<std::strin
     try {
       text = read_whole_file(path);
     } catch (const UserError& e) {
-      throw UserError(e.what(), 2);  // a config the user named is input: exit 2
+      throw UserError(e.what());  // a config the user named is input: exit 2
     }
     config = parse_train_config(text, path);
   }

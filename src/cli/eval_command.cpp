@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <numbers>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
 #include "core/atomic_file.h"
@@ -24,12 +25,10 @@ namespace gpt {
 namespace {
 
 struct EvalOptions {
-  std::string out_dir = "out";
-  std::string checkpoint;
+  CheckpointOptions model;
   std::string data_path;
   std::string split = "val";
   bool json = false;
-  int threads = 0;
   bool sampler_context = false;
   int64_t context_shift = 0;
   int64_t max_chars = 20000;
@@ -76,8 +75,7 @@ int run_sampler_context_eval(const EvalOptions& options, LoadedModel& loaded, co
 
 int run_eval(const EvalOptions& options) {
   setup_logging(options.json);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
-  LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  LoadedModel loaded = options.model.load();
   apply_dtype_option(options.dtype, *loaded.model);
   const ModelTokens text = tokens_in_vocab(options.data_path, loaded.vocab, options.split);
   if (options.sampler_context) return run_sampler_context_eval(options, loaded, text);
@@ -109,14 +107,12 @@ Command add_eval_command(CLI::App& app) {
   auto options = std::make_shared<EvalOptions>();
   CLI::App* sub =
       app.add_subcommand("eval", "Evaluate a checkpoint's loss on a text file, a folder or a prepared dataset");
-  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
-  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
+  add_checkpoint_options(sub, options->model, "folder holding model.safetensors");
   sub->add_option("--data", options->data_path,
                   "what to evaluate on: a text file, a folder of text files, or a prepared dataset (see --split)")
       ->required();
   sub->add_option("--split", options->split, "of a prepared dataset: val, train or all")->capture_default_str();
   sub->add_flag("--json", options->json, "print {\"loss\", \"bpc\", \"tokens\"} as JSON");
-  sub->add_option("--threads", options->threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
   add_dtype_option(sub, options->dtype);
   sub->add_flag("--sampler_context", options->sampler_context,
                 "score every character as gpt sample conditions it (one-character prompt, then exact or shifting "
@@ -131,7 +127,7 @@ Command add_eval_command(CLI::App& app) {
   sub->add_option("--report", options->report,
                   "also write an HTML page of the text shaded by each character's loss, with the model's top-5 "
                   "predictions on hover");
-  return {sub, [options, max_chars] {
+  return {sub, [options, max_chars](const World&) {
             options->max_chars_given = max_chars->count() > 0;
             return run_eval(*options);
           }};

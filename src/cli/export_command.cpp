@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
 #include "core/check.h"
@@ -15,8 +16,7 @@ namespace gpt {
 namespace {
 
 struct ExportOptions {
-  std::string out_dir = "out";
-  std::string checkpoint;
+  CheckpointOptions model;
   std::string dtype = "bfloat16";
   std::string out;  // default: <out_dir>/model-<dtype>.safetensors
   bool quiet = false;
@@ -25,8 +25,7 @@ struct ExportOptions {
 int run_export(const ExportOptions& options) {
   setup_logging(options.quiet);
   const Dtype dtype = parse_dtype_option(options.dtype);
-  const std::string source = options.checkpoint.empty() ? options.out_dir : options.checkpoint;
-  LoadedModel loaded = load_model(source);
+  LoadedModel loaded = options.model.load();
   const std::filesystem::path folder = std::filesystem::path(loaded.path).parent_path();
   const std::string out = options.out.empty()
                               ? (folder / ("model-" + std::string(dtype_name(dtype)) + ".safetensors")).string()
@@ -50,15 +49,14 @@ int run_export(const ExportOptions& options) {
 Command add_export_command(CLI::App& app) {
   auto options = std::make_shared<ExportOptions>();
   CLI::App* sub = app.add_subcommand("export", "Write a trained model's weights alone (optionally in bfloat16)");
-  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
-  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
+  add_checkpoint_options(sub, options->model, "folder holding model.safetensors", false);
   sub->add_option("--dtype", options->dtype,
                   "\"bfloat16\" (the Linear weights rounded to bfloat16, half the bytes; samples as --dtype bfloat16 "
                   "does) or \"float32\" (the weights as trained)")
       ->capture_default_str();
   sub->add_option("--out", options->out, "file to write (default: model-<dtype>.safetensors beside the checkpoint)");
   sub->add_flag("--quiet", options->quiet, "no log output");
-  return {sub, [options] { return run_export(*options); }};
+  return {sub, [options](const World&) { return run_export(*options); }};
 }
 
 }  // namespace gpt

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/run_files.h"
 #include "core/atomic_file.h"
@@ -22,8 +23,7 @@ namespace gpt {
 namespace {
 
 struct HeadsOptions {
-  std::string out_dir = "out";
-  std::string checkpoint;
+  CheckpointOptions model;
   std::string prompt;
   std::string report;
   bool json = false;
@@ -33,11 +33,12 @@ struct HeadsOptions {
 
 int run_heads(const HeadsOptions& options) {
   setup_logging(options.json);
-  LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  LoadedModel loaded = options.model.load();
   Gpt& model = *loaded.model;
   const GptConfig& c = model.config();
-  std::vector<int32_t> ids = options.prompt.empty() ? validation_passage(options.out_dir, loaded.vocab, c.block_size)
-                                                    : loaded.vocab.encode(options.prompt, "--prompt");
+  std::vector<int32_t> ids = options.prompt.empty()
+                                 ? validation_passage(options.model.out_dir, loaded.vocab, c.block_size)
+                                 : loaded.vocab.encode(options.prompt, "--prompt");
   if (static_cast<int64_t>(ids.size()) > c.block_size) {
     spdlog::warn("the prompt is longer than block_size {}; using its first {} characters", c.block_size, c.block_size);
     ids.resize(static_cast<std::size_t>(c.block_size));
@@ -88,10 +89,8 @@ int run_heads(const HeadsOptions& options) {
 Command add_heads_command(CLI::App& app) {
   auto options = std::make_shared<HeadsOptions>();
   CLI::App* sub = app.add_subcommand("heads", "Show what each attention head of a trained model attends to");
-  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors (and config.json)")
-      ->capture_default_str();
-  sub->add_option("--checkpoint", options->checkpoint,
-                  "a model.safetensors file (instead of --out_dir; needs --prompt)");
+  add_checkpoint_options(sub, options->model,
+                         "folder holding model.safetensors and config.json (with --checkpoint, give --prompt)");
   sub->add_option("--prompt", options->prompt,
                   "text to analyse (default: a passage of the validation split, up to block_size)");
   sub->add_option("--report", options->report, "write a self-contained HTML report with heatmaps to this file");
@@ -99,7 +98,7 @@ Command add_heads_command(CLI::App& app) {
   sub->add_option("--induction_length", options->induction_length,
                   "length L of the repeated random sequence (default block_size/2)");
   sub->add_option("--seed", options->seed, "seed of the random sequence")->capture_default_str();
-  return {sub, [options] { return run_heads(*options); }};
+  return {sub, [options](const World&) { return run_heads(*options); }};
 }
 
 }  // namespace gpt

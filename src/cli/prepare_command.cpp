@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/stop_signal.h"
 #include "core/check.h"
@@ -57,7 +58,7 @@ void check_out_dir(const std::string& out_dir, const CorpusSpec& spec) {
 
 int run_prepare(const PrepareOptions& options) {
   setup_logging(options.quiet);
-  if (options.threads > 0) omp_set_num_threads(options.threads);
+  set_thread_count(options.threads);
   if (!(options.val_fraction >= 0 && options.val_fraction < 1))
     throw UserError("--val_fraction must be in [0, 1), got " + std::to_string(options.val_fraction));
   const CorpusSpec spec{options.data_path, options.val_data_path, parse_vocab_kind(options.vocab, "--vocab"),
@@ -98,7 +99,7 @@ Command add_prepare_command(CLI::App& app) {
   sub->add_option("--threads", options->threads, "worker threads (0 = all cores; the output is the same)")
       ->check(CLI::NonNegativeNumber);
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
-  return {sub, [options] { return run_prepare(*options); }};
+  return {sub, [options](const World&) { return run_prepare(*options); }};
 }
 
 }  // namespace gpt

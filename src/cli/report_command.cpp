@@ -16,6 +16,7 @@
 #include "inspect/html.h"
 #include "inspect/run_report.h"
 #include "io/checkpoint.h"
+#include "io/run_folder.h"
 #include "sample/text_generation.h"
 
 namespace gpt {
@@ -107,8 +108,7 @@ int run_report(ReportOptions& options) {
   setup_logging(options.quiet);
   ReportRequest& request = options.request;
   if (request.out.empty())
-    request.out = request.out_dirs.size() == 1 ? (fs::path(request.out_dirs[0]) / "report.html").string()
-                                               : std::string("report.html");
+    request.out = request.out_dirs.size() == 1 ? run_file(request.out_dirs[0], kReportFile) : std::string(kReportFile);
   request.with_sample = !options.no_sample;
   write_report(request);
   spdlog::info("wrote {}", request.out);
@@ -120,7 +120,7 @@ int run_report(ReportOptions& options) {
 void write_run_report(const std::string& out_dir, RunStage stage) {
   ReportRequest request;
   request.out_dirs = {out_dir};
-  request.out = (fs::path(out_dir) / "report.html").string();
+  request.out = run_file(out_dir, kReportFile);
   request.with_sample = stage == RunStage::finished;
   request.refresh_seconds = stage == RunStage::in_progress ? 30 : 0;
   write_report(request);
@@ -140,7 +140,7 @@ Command add_report_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--no_sample", options->no_sample, "leave out the sample and the heads");
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
-  return {sub, [options] { return run_report(*options); }};
+  return {sub, [options](const World&) { return run_report(*options); }};
 }
 
 }  // namespace gpt

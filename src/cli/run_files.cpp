@@ -5,11 +5,12 @@
 #include "cli/config_loader.h"
 #include "core/check.h"
 #include "data/dataset.h"
+#include "io/run_folder.h"
 
 namespace gpt {
 
 std::vector<int32_t> validation_passage(const std::string& out_dir, const Vocab& vocab, int64_t block_size) {
-  const std::string config_path = (std::filesystem::path(out_dir) / "config.json").string();
+  const std::string config_path = run_file(out_dir, kConfigFile);
   std::error_code ec;
   if (!std::filesystem::exists(config_path, ec))
     throw UserError("no --prompt given and no " + config_path + " to find the training text; pass --prompt TEXT");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
 #include "core/atomic_file.h"
@@ -30,14 +31,12 @@ namespace gpt {
 namespace {
 
 struct SampleOptions {
-  std::string out_dir = "out";
-  std::string checkpoint;
+  CheckpointOptions model;
   std::string prompt = "\n";
   std::string prompt_file;
   GenerationSettings generation;  // max_new_tokens, context_shift, temperature, top_k, top_p
   int64_t num_samples = 1;
   int64_t seed = 1337;
-  int threads = 0;
   bool quiet = false;
   bool raw = false;
   std::string dtype;  // "" = the checkpoint's
@@ -81,8 +80,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   validate(options);
   if (!options.prompt_file.empty() && prompt_flag->count() > 0)
     throw UserError("give --prompt or --prompt_file, not both");
-  if (options.threads > 0) omp_set_num_threads(options.threads);
-  LoadedModel loaded = load_model(options.checkpoint.empty() ? options.out_dir : options.checkpoint);
+  LoadedModel loaded = options.model.load();
   Gpt& model = *loaded.model;
   apply_dtype_option(options.dtype, model);
   const int64_t block_size = model.config().block_size;
@@ -95,7 +93,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     try {
       prompt_bytes = read_whole_file(options.prompt_file);
     } catch (const UserError& e) {
-      throw UserError(e.what(), 2);
+      throw UserError(e.what());
     }
     prompt_source = options.prompt_file;
   }
@@ -161,8 +159,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
 Command add_sample_command(CLI::App& app) {
   auto options = std::make_shared<SampleOptions>();
   CLI::App* sub = app.add_subcommand("sample", "Generate text from a trained checkpoint");
-  sub->add_option("--out_dir", options->out_dir, "folder holding model.safetensors")->capture_default_str();
-  sub->add_option("--checkpoint", options->checkpoint, "a model.safetensors file (instead of --out_dir)");
+  add_checkpoint_options(sub, options->model, "folder holding model.safetensors");
   CLI::Option* prompt = sub->add_option("--prompt", options->prompt, "text to continue (default: a newline)");
   sub->add_option("--prompt_file", options->prompt_file, "read the prompt from a UTF-8 file");
   sub->add_option("--max_new_tokens", options->generation.max_new_tokens, "characters to generate per sample")
@@ -182,13 +179,12 @@ Command add_sample_command(CLI::App& app) {
                   "N = when the context is full, drop the oldest N characters and re-encode once (faster; each "
                   "character then sees block_size-N+1 .. block_size characters)")
       ->capture_default_str();
-  sub->add_option("--threads", options->threads, "worker threads (0 = all cores)");
   add_dtype_option(sub, options->dtype);
   sub->add_flag("--quiet", options->quiet, "print only the generated text");
   sub->add_flag("--raw", options->raw,
                 "byte-level models: print the bytes as generated, even to a terminal (by default a terminal gets "
                 "U+FFFD for bytes that are not valid UTF-8; files and pipes always get the raw bytes)");
-  return {sub, [options, prompt] { return run_sample(*options, prompt); }};
+  return {sub, [options, prompt](const World&) { return run_sample(*options, prompt); }};
 }
 
 }  // namespace gpt

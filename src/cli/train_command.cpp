@@ -1,11 +1,13 @@
 // gpt train --config FILE.json [--KEY VALUE ...]: every config key is also a flag that overrides
 // the file. SIGINT/SIGTERM finish the current iteration, save and exit 130/143; a second SIGINT
 // exits at once (checkpoint files are replaced atomically, so nothing is left half-written).
+#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <map>
 #include <memory>
 
+#include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/config_flags.h"
 #include "cli/config_loader.h"
@@ -13,6 +15,7 @@
 #include "cli/stop_signal.h"
 #include "distributed/world.h"
 #include "io/checkpoint.h"
+#include "io/run_folder.h"
 #include "train/progress.h"
 #include "train/trainer.h"
 
@@ -26,30 +29,36 @@ struct TrainOptions {
   ConfigFlags config_flags;
 };
 
-int run_train(TrainOptions& options) {
+int run_train(TrainOptions& options, const World& world) {
   // Rank 0 alone logs progress; the others say only what goes wrong.
-  setup_logging(options.quiet || !World::instance().is_root());
+  setup_logging(options.quiet || !world.is_root());
   TrainConfig config;
-  run_agreeing(World::instance(),
-               [&] { config = load_train_config(options.config_path, options.config_flags.given()); });
+  run_agreeing(world, [&] { config = load_train_config(options.config_path, options.config_flags.given()); });
+  set_thread_count(config.threads);
 
   const TrainResult result = [&] {
     const StopSignalScope stop;
+    SteadyClock clock;
     // The report follows the run: refreshed at every evaluation, completed at the end.
-    return run_training(config, stop.signal(), [&] { write_run_report(config.out_dir, RunStage::in_progress); });
+    return run_training(config, RunContext{world, stop.signal(), clock,
+                                           [&] { write_run_report(config.out_dir, RunStage::in_progress); }});
   }();
-  if (World::instance().is_root()) {
+  if (world.is_root()) {
     try {
       write_run_report(config.out_dir, result.stop_signal ? RunStage::stopped : RunStage::finished);
-      spdlog::info("report: {}/report.html", config.out_dir);
+      spdlog::info("report: {}", run_file(config.out_dir, kReportFile));
     } catch (const UserError& e) {
       spdlog::warn("no report: {}", e.what());
     }
   }
 
-  if (World::instance().is_root())
-    spdlog::info("{} {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",
-                 result.stop_signal ? "stopped after" : "done:", result.iterations,
+  // A stopped run has said where it stopped; a finished one says how far it went.
+  if (world.is_root() && result.stop_signal)
+    spdlog::info("stopped in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",
+                 format_duration(result.wall_seconds), result.tokens_per_second, result.best_val_loss,
+                 model_path(config.out_dir));
+  else if (world.is_root())
+    spdlog::info("done: {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}", result.iterations,
                  format_duration(result.wall_seconds), result.tokens_per_second, result.best_val_loss,
                  model_path(config.out_dir));
   return result.stop_signal ? 128 + result.stop_signal : 0;
@@ -64,7 +73,7 @@ Command add_train_command(CLI::App& app) {
   sub->add_option("--config", options->config_path, "JSON config file (nanoGPT's key names)")->check(CLI::ExistingFile);
   sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
   add_config_flags(sub, options->config_flags);
-  return {sub, [options] { return run_train(*options); }};
+  return {sub, [options](const World& world) { return run_train(*options, world); }};
 }
 
 }  // namespace gpt

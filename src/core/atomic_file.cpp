@@ -30,7 +30,8 @@ AtomicFileWriter::AtomicFileWriter(std::string path)
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int error = errno;
-    throw UserError("cannot write " + path_ + ": creating the temporary file: " + std::strerror(error), 1);
+    throw UserError("cannot write " + path_ + ": creating the temporary file: " + std::strerror(error),
+                    ExitCode::runtime);
   }
 }
 
@@ -44,7 +45,7 @@ void AtomicFileWriter::fail(const char* what, int error) {
   fd_ = -1;
   ::unlink(temporary_.c_str());
   temporary_.clear();
-  throw UserError("cannot write " + path_ + ": " + what + ": " + std::strerror(error), 1);
+  throw UserError("cannot write " + path_ + ": " + what + ": " + std::strerror(error), ExitCode::runtime);
 }
 
 void AtomicFileWriter::write(const void* data, std::size_t bytes) {
@@ -78,12 +79,13 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
 
 std::string read_whole_file(const std::string& path) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) throw UserError(path + ": is a directory, expected a file", 1);
+  if (std::filesystem::is_directory(path, ec))
+    throw UserError(path + ": is a directory, expected a file", ExitCode::runtime);
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw UserError(path + ": cannot open for reading: " + std::strerror(errno), 1);
+  if (!in) throw UserError(path + ": cannot open for reading: " + std::strerror(errno), ExitCode::runtime);
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) throw UserError(path + ": read error", 1);
+  if (in.bad()) throw UserError(path + ": read error", ExitCode::runtime);
   return buffer.str();
 }
 

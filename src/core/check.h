@@ -9,15 +9,21 @@
 
 namespace gpt {
 
-// Bad input that the user can act on; `exit_code` is what main returns (2 input, 1 runtime).
+// What main returns: 2 for usage and input errors (a config, flag, file or checkpoint to fix), 1
+// for runtime failures (a disk full, a diverged run, a lost process), 128 + N after signal N.
+enum class ExitCode : int { runtime = 1, input = 2 };
+inline ExitCode exit_code_after_signal(int signal) { return static_cast<ExitCode>(128 + signal); }
+
+// An error the user can act on: one message (which file, key, line or rank; what was expected)
+// and the exit code main returns for it.
 class UserError : public std::runtime_error {
  public:
-  explicit UserError(const std::string& message, int exit_code = 2)
+  explicit UserError(const std::string& message, ExitCode exit_code = ExitCode::input)
       : std::runtime_error(message), exit_code_(exit_code) {}
-  int exit_code() const { return exit_code_; }
+  int exit_code() const { return static_cast<int>(exit_code_); }
 
  private:
-  int exit_code_;
+  ExitCode exit_code_;
 };
 
 class InternalError : public std::logic_error {

@@ -60,6 +60,7 @@ class ParamStore {
   void zero_grad();
 
   float* data() { return data_.data(); }
+  const float* data() const { return data_.data(); }
   float* grad() { return grad_.data(); }
   std::size_t padded_floats() const { return total_floats_; }
   int64_t parameter_count() const;

@@ -55,7 +55,8 @@ std::vector<Part> split_at_sequences(std::string_view block, std::size_t cut, in
 // Ctrl-C during a preparation: stop now (the writers' destructors remove their temporaries).
 void stop_if_signalled(const std::atomic<int>* stop_signal, const std::string& what) {
   const int signal = stop_signal ? stop_signal->load() : 0;
-  if (signal != 0) throw UserError("interrupted while preparing " + what + "; nothing was written", 128 + signal);
+  if (signal != 0)
+    throw UserError("interrupted while preparing " + what + "; nothing was written", exit_code_after_signal(signal));
 }
 
 // Reads a file in blocks: on_block(block, at_end, file_offset_of_block) returns how many leading
@@ -82,7 +83,7 @@ std::string read_in_blocks(const SourceFile& file, std::string& buffer, OnBlock&
     while (filled < buffer.size()) {
       const ssize_t n = ::read(fd, buffer.data() + filled, buffer.size() - filled);
       if (n < 0 && errno == EINTR) continue;
-      if (n < 0) throw UserError(file.path + ": read error: " + std::strerror(errno), 1);
+      if (n < 0) throw UserError(file.path + ": read error: " + std::strerror(errno), ExitCode::runtime);
       if (n == 0) {
         at_end = true;
         break;
@@ -100,7 +101,7 @@ std::string read_in_blocks(const SourceFile& file, std::string& buffer, OnBlock&
   if (total != file.size)
     throw UserError(file.path + " changed while it was being prepared (" + std::to_string(file.size) + " bytes, then " +
                         std::to_string(total) + "); run again when it no longer changes",
-                    1);
+                    ExitCode::runtime);
   return hash.hex();
 }
 
@@ -116,7 +117,8 @@ std::string utf8_error_message(const SourceFile& file, uint64_t offset, const Ut
 }
 
 [[noreturn]] void fail_changed(const SourceFile& file) {
-  throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes", 1);
+  throw UserError(file.path + " changed while it was being prepared; run again when it no longer changes",
+                  ExitCode::runtime);
 }
 
 // Pass 1 for chars: validates each file, counts its characters and marks the code points seen.
@@ -449,7 +451,7 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   const auto start = std::chrono::steady_clock::now();
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw UserError("cannot create " + out_dir + ": " + ec.message(), 1);
+  if (ec) throw UserError("cannot create " + out_dir + ": " + ec.message(), ExitCode::runtime);
   std::filesystem::remove(std::filesystem::path(out_dir) / kManifestName, ec);
   const DatasetManifest m = Preparation(spec, listed, stop_signal).run(out_dir);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

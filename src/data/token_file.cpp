@@ -94,7 +94,7 @@ MappedFile::MappedFile(const std::string& path) {
       const int error = errno;
       data_ = nullptr;
       ::close(fd);
-      throw UserError(path + ": cannot map into memory: " + std::strerror(error), 1);
+      throw UserError(path + ": cannot map into memory: " + std::strerror(error), ExitCode::runtime);
     }
   }
   if (data_) ::madvise(data_, size_, MADV_RANDOM);  // batches are random windows: no readahead

@@ -52,18 +52,20 @@ std::string Vocab::to_json() const {
 Vocab Vocab::from_json(std::string_view json, const std::string& source) {
   nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
   if (parsed.is_string() && parsed.get<std::string>() == "bytes") return bytes();
-  if (!parsed.is_array()) throw UserError(source + ": vocab metadata is neither a JSON array nor \"bytes\"", 1);
+  if (!parsed.is_array())
+    throw UserError(source + ": vocab metadata is neither a JSON array nor \"bytes\"", ExitCode::runtime);
   std::vector<char32_t> chars;
   for (const auto& item : parsed) {
     std::vector<char32_t> decoded;
     Utf8Error error;
     if (!item.is_string() || !decode_utf8(item.get<std::string>(), decoded, error) || decoded.size() != 1)
-      throw UserError(source + ": vocab entry " + std::to_string(chars.size()) + " is not a single character", 1);
+      throw UserError(source + ": vocab entry " + std::to_string(chars.size()) + " is not a single character",
+                      ExitCode::runtime);
     chars.push_back(decoded[0]);
   }
-  if (chars.empty()) throw UserError(source + ": vocab is empty", 1);
+  if (chars.empty()) throw UserError(source + ": vocab is empty", ExitCode::runtime);
   for (std::size_t i = 1; i < chars.size(); ++i)
-    if (chars[i] <= chars[i - 1]) throw UserError(source + ": vocab is not sorted and unique", 1);
+    if (chars[i] <= chars[i - 1]) throw UserError(source + ": vocab is not sorted and unique", ExitCode::runtime);
   return from_code_points(std::move(chars));
 }
 

@@ -18,8 +18,6 @@ namespace gpt {
 
 namespace {
 
-World g_world;
-
 bool launched_by_mpi() {
   for (const char* variable : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK", "PMI_SIZE"})
     if (std::getenv(variable)) return true;
@@ -49,18 +47,16 @@ void check_mpi(int code, const char* what) {
 
 }  // namespace
 
-World& World::instance() { return g_world; }
-
 std::string World::describe() const {
   return "rank " + std::to_string(rank_) + " of " + std::to_string(size_) + (host_.empty() ? "" : " on " + host_);
 }
 
-void World::start(int* argc, char*** argv) {
-  World& w = g_world;
+World World::start(int* argc, char*** argv) {
+  World w;
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   w.host_ = host;
-  if (!launched_by_mpi()) return;
+  if (!launched_by_mpi()) return w;
 #if GPT_WITH_MPI
   int provided = 0;
   // Only the main thread calls MPI (OpenMP threads never do).
@@ -78,6 +74,7 @@ void World::start(int* argc, char*** argv) {
   MPI_Comm_free(&local);
   int leader = local_rank == 0 ? 1 : 0;
   MPI_Allreduce(&leader, &w.hosts_, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  return w;
 #else
   (void)argc;
   (void)argv;
@@ -89,9 +86,9 @@ void World::start(int* argc, char*** argv) {
 
 void World::stop() {
 #if GPT_WITH_MPI
-  if (g_world.mpi_) MPI_Finalize();
+  if (mpi_) MPI_Finalize();
 #endif
-  g_world.mpi_ = false;
+  mpi_ = false;
 }
 
 void World::all_gather(const double* mine, int count, double* all) const {

@@ -13,13 +13,14 @@
 
 namespace gpt {
 
+// One per process, made by main and passed to what needs it; a default World is a world of one
+// (what tests and single-process callers use).
 class World {
  public:
-  // The process's world. start() must have run (main does it); before, a world of one.
-  static World& instance();
-  // Initialises MPI when launched by an MPI launcher; otherwise leaves a world of one.
-  static void start(int* argc, char*** argv);
-  static void stop();  // MPI_Finalize when MPI was initialised
+  // The process's world: MPI_COMM_WORLD, initialised, when launched by an MPI launcher;
+  // otherwise a world of one.
+  static World start(int* argc, char*** argv);
+  void stop();  // MPI_Finalize when MPI was initialised
 
   int rank() const { return rank_; }
   int size() const { return size_; }

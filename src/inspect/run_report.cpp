@@ -10,6 +10,7 @@
 
 #include "core/check.h"
 #include "inspect/html.h"
+#include "io/run_folder.h"
 #include "train/train_config.h"
 
 namespace gpt {
@@ -44,7 +45,7 @@ void append_in_order(std::vector<Record>& records, const Record& r) {
 RunRecord read_run(const std::string& out_dir) {
   RunRecord run;
   run.out_dir = out_dir;
-  const std::string metrics = (fs::path(out_dir) / "metrics.jsonl").string();
+  const std::string metrics = run_file(out_dir, kMetricsFile);
   std::ifstream in(metrics);
   if (!in) throw UserError(metrics + ": cannot read (is " + out_dir + " a training run's out_dir?)");
   int line_number = 0;
@@ -53,18 +54,15 @@ RunRecord read_run(const std::string& out_dir) {
     if (line.empty()) continue;
     const nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object()) throw UserError(metrics + ":" + std::to_string(line_number) + ": not a JSON object");
-    const std::string type = j.value("type", "");
-    if (type == "train")
-      append_in_order(run.train, TrainRecord{j.value("iter", int64_t{0}), j.value("loss", 0.0), j.value("lr", 0.0),
-                                             j.value("grad_norm", 0.0), j.value("tokens_per_s", 0.0),
-                                             j.value("mfu", 0.0), j.value("elapsed_s", 0.0)});
-    else if (type == "eval")
-      append_in_order(run.evals, EvalRecord{j.value("iter", int64_t{0}), j.value("train_loss", 0.0),
-                                            j.value("val_loss", 0.0), j.value("elapsed_s", 0.0)});
-    else if (type == "start" && run.start.is_null())
-      run.start = j;
+    const MetricsRecord record = parse_metrics_record(j);
+    if (const auto* train = std::get_if<TrainRecord>(&record))
+      append_in_order(run.train, *train);
+    else if (const auto* eval = std::get_if<EvalRecord>(&record))
+      append_in_order(run.evals, *eval);
+    else if (const auto* start = std::get_if<StartRecord>(&record); start && run.start.is_null())
+      run.start = start->fields;
   }
-  std::ifstream config(fs::path(out_dir) / "config.json");
+  std::ifstream config(run_file(out_dir, kConfigFile));
   if (config) run.config = nlohmann::json::parse(config, nullptr, false);
   return run;
 }
@@ -315,7 +313,7 @@ std::string summary_table(const std::vector<RunRecord>& runs) {
       "<th>started</th><th>time</th><th>iterations</th><th>best val loss</th></tr></thead><tbody>";
   for (std::size_t r = 0; r < runs.size(); ++r) {
     const RunRecord& run = runs[r];
-    const nlohmann::json& s = run.start;
+    const nlohmann::ordered_json& s = run.start;
     auto field = [&](const char* key) { return s.is_object() && s.contains(key) ? format_value(s[key]) : "?"; };
     const int64_t best = run.best_index();
     const std::string tokens =

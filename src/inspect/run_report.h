@@ -11,22 +11,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "train/metrics_record.h"
+
 namespace gpt {
-
-struct TrainRecord {
-  int64_t iter;
-  double loss, lr, grad_norm, tokens_per_s, mfu, elapsed_s;
-};
-
-struct EvalRecord {
-  int64_t iter;
-  double train_loss, val_loss, elapsed_s;
-};
 
 struct RunRecord {
   std::string out_dir;
-  nlohmann::json config;  // config.json (null when absent)
-  nlohmann::json start;   // the first {"type": "start"} record (null when absent)
+  nlohmann::json config;         // config.json (null when absent)
+  nlohmann::ordered_json start;  // the first start record's fields (null when absent)
   std::vector<TrainRecord> train;
   std::vector<EvalRecord> evals;
   // The evaluation with the lowest val loss (-1 when none).

@@ -9,6 +9,7 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "io/run_folder.h"
 #include "io/safetensors.h"
 
 namespace gpt {
@@ -27,7 +28,7 @@ std::string hex64(uint64_t x) {
 
 int64_t parse_count(const std::string& s, const std::string& source) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos)
-    throw UserError(source + ": malformed optimizer step \"" + s + "\"", 1);
+    throw UserError(source + ": malformed optimizer step \"" + s + "\"", ExitCode::runtime);
   return std::stoll(s);
 }
 
@@ -52,13 +53,13 @@ void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab
 
 }  // namespace
 
-std::string model_path(const std::string& out_dir) { return (fs::path(out_dir) / "model.safetensors").string(); }
+std::string model_path(const std::string& out_dir) { return run_file(out_dir, kModelFile); }
 
 void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
                      const OptimizerState* optimizer_state) {
   std::error_code ec;
   fs::create_directories(out_dir, ec);
-  if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), 1);
+  if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), ExitCode::runtime);
 
   SafetensorsWriter weights;
   add_weights(weights, model);
@@ -118,28 +119,29 @@ LoadedModel load_model(const std::string& path_or_dir) {
   std::error_code ec;
   const std::string path = fs::is_directory(path_or_dir, ec) ? model_path(path_or_dir) : path_or_dir;
   if (!fs::exists(path, ec))
-    throw UserError(
-        "no checkpoint at " + path + " (train a model first with gpt train, or pass --out_dir/--checkpoint)", 2);
+    throw UserError("no checkpoint at " + path +
+                    " (train a model first with gpt train, or pass --out_dir/--checkpoint)");
   SafetensorsReader reader = SafetensorsReader::open(path);
   nlohmann::json config_json = nlohmann::json::parse(reader.metadata("config"), nullptr, false);
-  if (config_json.is_discarded()) throw UserError(path + ": metadata \"config\" is not valid JSON", 1);
+  if (config_json.is_discarded()) throw UserError(path + ": metadata \"config\" is not valid JSON", ExitCode::runtime);
   const GptConfig config = GptConfig::from_json(config_json, path);
   Vocab vocab = Vocab::from_json(reader.metadata("vocab"), path);
   if (vocab.size() != config.vocab_size)
     throw UserError(path + ": the vocabulary has " + std::to_string(vocab.size()) +
                         " characters but the config says vocab_size " + std::to_string(config.vocab_size),
-                    1);
+                    ExitCode::runtime);
   auto model = std::make_unique<Gpt>(config);
   if (reader.has_metadata("dtype")) {
     const std::optional<Dtype> dtype = parse_dtype(reader.metadata("dtype"));
-    if (!dtype) throw UserError(path + ": metadata \"dtype\" must be \"float32\" or \"bfloat16\"", 1);
+    if (!dtype) throw UserError(path + ": metadata \"dtype\" must be \"float32\" or \"bfloat16\"", ExitCode::runtime);
     model->set_matmul_dtype(*dtype);
   }
   ParamStore& params = model->params();
   for (int i = 0; i < params.size(); ++i)
     reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
   for (const auto& [name, entry] : reader.entries())
-    if (params.index_of(name) < 0) throw UserError(path + ": unexpected tensor \"" + name + "\" for this config", 1);
+    if (params.index_of(name) < 0)
+      throw UserError(path + ": unexpected tensor \"" + name + "\" for this config", ExitCode::runtime);
   return {std::move(model), std::move(vocab), path};
 }
 
@@ -147,10 +149,11 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
   const std::string path = model_path(out_dir);
   SafetensorsReader weights = SafetensorsReader::open(path);
   if (!weights.has_metadata("train_state"))
-    throw UserError(path + ": has no training state to resume from (it was not written by gpt train)", 1);
+    throw UserError(path + ": has no training state to resume from (it was not written by gpt train)",
+                    ExitCode::runtime);
   const std::string state_name = weights.metadata("train_state");
   if (state_name.find('/') != std::string::npos || !state_name.starts_with(kStatePrefix))
-    throw UserError(path + ": malformed train_state reference", 1);
+    throw UserError(path + ": malformed train_state reference", ExitCode::runtime);
   const std::string state_path = (fs::path(out_dir) / state_name).string();
   SafetensorsReader optimizer = SafetensorsReader::open(state_path);
   // Train states from before named optimizers hold AdamW's moments and "adam_step".
@@ -178,10 +181,10 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
     optimizer_state.step =
         named ? parse_count(optimizer.metadata("optimizer_step"), state_path) : loop.at("adam_step").get<int64_t>();
   } catch (const nlohmann::json::exception&) {
-    throw UserError(state_path + ": metadata \"training\" is malformed", 1);
+    throw UserError(state_path + ": metadata \"training\" is malformed", ExitCode::runtime);
   }
   if (weights.has_metadata("iter_num") && weights.metadata("iter_num") != std::to_string(state.iter_num))
-    throw UserError(state_path + ": iteration does not match " + path, 1);
+    throw UserError(state_path + ": iteration does not match " + path, ExitCode::runtime);
   state.train_config = nlohmann::json::parse(optimizer.metadata("train_config"), nullptr, false);
   return state;
 }

@@ -70,7 +70,7 @@ SafetensorsReader SafetensorsReader::open(const std::string& path) {
 SafetensorsReader::SafetensorsReader(std::string bytes, std::string source)
     : bytes_(std::move(bytes)), source_(std::move(source)) {
   auto fail = [&](const std::string& what) -> void {
-    throw UserError(source_ + ": not a valid safetensors file: " + what, 1);
+    throw UserError(source_ + ": not a valid safetensors file: " + what, ExitCode::runtime);
   };
   if (bytes_.size() < 8)
     fail("truncated (" + std::to_string(bytes_.size()) + " bytes, the header length alone takes 8)");
@@ -141,19 +141,19 @@ SafetensorsReader::SafetensorsReader(std::string bytes, std::string source)
 
 const std::string& SafetensorsReader::metadata(const std::string& key) const {
   auto it = metadata_.find(key);
-  if (it == metadata_.end()) throw UserError(source_ + ": metadata \"" + key + "\" is missing", 1);
+  if (it == metadata_.end()) throw UserError(source_ + ": metadata \"" + key + "\" is missing", ExitCode::runtime);
   return it->second;
 }
 
 void SafetensorsReader::read_into(const std::string& name, const Shape& expected, float* dst) const {
   auto it = entries_.find(name);
-  if (it == entries_.end()) throw UserError(source_ + ": tensor \"" + name + "\" is missing", 1);
+  if (it == entries_.end()) throw UserError(source_ + ": tensor \"" + name + "\" is missing", ExitCode::runtime);
   const Entry& e = it->second;
   std::vector<int64_t> want(expected.dims, expected.dims + expected.rank);
   if (e.shape != want)
     throw UserError(source_ + ": tensor \"" + name + "\" has shape " + shape_text(e.shape) + ", the model needs " +
                         shape_text(want),
-                    1);
+                    ExitCode::runtime);
   const char* src = bytes_.data() + data_start_ + e.begin;
   if (!e.bfloat16) {
     std::memcpy(dst, src, e.end - e.begin);

@@ -46,7 +46,8 @@ Gpt::Gpt(const GptConfig& config) : config_(config) {
 Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, const int32_t* targets, bool training,
                          Rng& dropout_rng) {
   GPT_CHECK(T >= 1 && T <= config_.block_size, "sequence length " + std::to_string(T) + " outside [1, block_size]");
-  TapeExecutor executor{g, idx, B, T, config_.n_head, config_.dropout, dropout_rng, training, matmul_dtype_};
+  TapeExecutor executor{g,        idx,          B, T, config_.n_head, static_cast<float>(config_.dropout), dropout_rng,
+                        training, matmul_dtype_};
   Output out;
   out.logits = run_gpt(config_, weights_, executor);
   if (targets) out.loss = cross_entropy(g, reshape(out.logits, Shape{B * T, config_.vocab_size}), targets);

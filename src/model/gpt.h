@@ -29,7 +29,7 @@ class Gpt {
   const GptConfig& config() const { return config_; }
   ParamStore& params() { return params_; }
   const GptWeights& weights() const { return weights_; }
-  void set_dropout(float p) { config_.dropout = p; }
+  void set_dropout(double p) { config_.dropout = p; }
   // The Linear layers' matrix products in float32 or bfloat16 (mixed precision, `dtype`): a
   // setting of the run, like dropout; the weights stay float32.
   void set_matmul_dtype(Dtype dtype) { matmul_dtype_ = dtype; }

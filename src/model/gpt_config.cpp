@@ -12,11 +12,12 @@ nlohmann::json GptConfig::to_json() const {
 }
 
 GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& source) {
-  if (!j.is_object()) throw UserError(source + ": model config is not a JSON object", 1);
+  if (!j.is_object()) throw UserError(source + ": model config is not a JSON object", ExitCode::runtime);
   GptConfig c;
   auto get_int = [&](const char* key, int64_t& out) {
     if (!j.contains(key) || !j[key].is_number_integer() || j[key].get<int64_t>() <= 0)
-      throw UserError(source + ": model config key \"" + key + "\" missing or not a positive integer", 1);
+      throw UserError(source + ": model config key \"" + key + "\" missing or not a positive integer",
+                      ExitCode::runtime);
     out = j[key].get<int64_t>();
   };
   get_int("n_layer", c.n_layer);
@@ -24,12 +25,12 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
   get_int("n_embd", c.n_embd);
   get_int("block_size", c.block_size);
   get_int("vocab_size", c.vocab_size);
-  if (j.contains("dropout") && j["dropout"].is_number()) c.dropout = j["dropout"].get<float>();
+  if (j.contains("dropout") && j["dropout"].is_number()) c.dropout = j["dropout"].get<double>();
   if (j.contains("bias") && j["bias"].is_boolean()) c.bias = j["bias"].get<bool>();
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
                         std::to_string(c.n_head),
-                    1);
+                    ExitCode::runtime);
   return c;
 }
 

@@ -15,7 +15,7 @@ struct GptConfig {
   int64_t n_embd = 384;
   int64_t block_size = 256;
   int64_t vocab_size = 65;
-  float dropout = 0.0f;  // applied in training only; TrainConfig sets it for a run
+  double dropout = 0.0;  // applied in training only; TrainConfig sets it for a run
   bool bias = false;
 
   int64_t head_size() const { return n_embd / n_head; }

@@ -27,7 +27,7 @@ struct EvalBatches {
 // shared among the world's processes and their losses added in batch order: the same bits for
 // any number of processes.
 double estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& batches,
-                     Batch& scratch_batch, const World& world = World::instance());
+                     Batch& scratch_batch, const World& world);
 
 struct WindowEval {
   double loss_nats = 0;  // mean cross-entropy per predicted character

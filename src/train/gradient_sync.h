@@ -37,6 +37,10 @@ class GradientSync {
   virtual StoreRange optimizer_shard(const ParamStore& params) const = 0;
   // After the optimizer step: brings in the parameters other processes updated.
   virtual void share_parameters(ParamStore& params) = 0;
+  // Floats this process sends and receives per iteration, and the seconds the last iteration's
+  // exchange took (for the log and the benchmark): 0 in one process.
+  virtual int64_t floats_exchanged_per_iteration() const { return 0; }
+  virtual double exchange_seconds() const { return 0; }
 };
 
 // One process: every micro-batch is local. With several, the sum is kept beside the gradients.
@@ -77,9 +81,8 @@ class DataParallelSync final : public GradientSync {
   void share_parameters(ParamStore& params) override;
 
   StoreRange shard(int rank) const;  // the floats rank `rank` owns
-  // Floats this process sends and receives per iteration (for the log and the benchmark).
-  int64_t floats_exchanged_per_iteration() const;
-  double exchange_seconds() const { return exchange_seconds_; }  // of the last iteration
+  int64_t floats_exchanged_per_iteration() const override;
+  double exchange_seconds() const override { return exchange_seconds_; }
 
  private:
   const World& world_;

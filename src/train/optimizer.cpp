@@ -100,10 +100,9 @@ void Lion::step(double lr) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard) {
-  if (config.optimizer == "lion")
+  if (config.optimizer == OptimizerKind::lion)
     return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay},
                                   shard);
-  GPT_CHECK(config.optimizer == "adamw", "unknown optimizer " + config.optimizer);
   return std::make_unique<AdamW>(params, AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, shard);
 }
 

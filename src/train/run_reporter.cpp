@@ -1,5 +1,8 @@
 #include "train/run_reporter.h"
 
+#include "io/run_folder.h"
+#include "train/metrics_record.h"
+
 #include <spdlog/spdlog.h>
 
 #include <unistd.h>
@@ -20,9 +23,9 @@ RunReporter::RunReporter(const TrainConfig& config, double tokens_per_iter, doub
       tokens_per_iter_(tokens_per_iter),
       gflop_per_iter_(gflop_per_iter),
       peak_gflops_(peak_gflops),
-      metrics_path_((std::filesystem::path(config.out_dir) / "metrics.jsonl").string()),
+      metrics_path_(run_file(config.out_dir, kMetricsFile)),
       metrics_(metrics_path_, append ? std::ios::app : std::ios::trunc) {
-  if (!metrics_) throw UserError("cannot write " + metrics_path_, 1);
+  if (!metrics_) throw UserError("cannot write " + metrics_path_, ExitCode::runtime);
 }
 
 void RunReporter::write_metrics(const std::string& json_line) {
@@ -44,19 +47,16 @@ std::string cpu_model() {
 void RunReporter::start(nlohmann::ordered_json info) {
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
-  nlohmann::ordered_json record = {{"type", "start"}, {"time", utc_now()}, {"host", host}, {"cpu", cpu_model()}};
-  record.update(info);
-  write_metrics(record.dump());
+  StartRecord record{{{"time", utc_now()}, {"host", host}, {"cpu", cpu_model()}}};
+  record.fields.update(info);
+  write_metrics(to_json(record).dump());
 }
 
 void RunReporter::evaluation(int64_t iter, double train_loss, double val_loss, double lr, double seconds,
                              double elapsed_seconds) {
   progress_.clear();
   spdlog::info("step {}: train loss {:.4f}, val loss {:.4f} ({:.1f} s)", iter, train_loss, val_loss, seconds);
-  const nlohmann::ordered_json record = {
-      {"type", "eval"}, {"iter", iter},      {"train_loss", train_loss},    {"val_loss", val_loss},
-      {"lr", lr},       {"eval_s", seconds}, {"elapsed_s", elapsed_seconds}};
-  write_metrics(record.dump());
+  write_metrics(to_json(EvalRecord{iter, train_loss, val_loss, lr, seconds, elapsed_seconds}).dump());
 }
 
 void RunReporter::iteration(const IterationReport& r) {
@@ -78,17 +78,16 @@ void RunReporter::iteration(const IterationReport& r) {
       r.exchange_seconds > 0 ? fmt::format(" (exchange {:.1f} ms)", r.exchange_seconds * 1e3) : std::string();
   spdlog::info("iter {}: loss {:.4f}, lr {:.3e}, {:.1f} ms/iter{}, {:.0f} tokens/s, MFU {:.1f}%, {}", r.iter, r.loss,
                r.lr, dt * 1e3, exchange, tokens_per_iter_ / dt, 100 * mfu, left);
-  nlohmann::ordered_json record = {{"type", "train"},
-                                   {"iter", r.iter},
-                                   {"loss", r.loss},
-                                   {"lr", r.lr},
-                                   {"grad_norm", r.grad_norm},
-                                   {"ms_per_iter", dt * 1e3},
-                                   {"tokens_per_s", tokens_per_iter_ / dt},
-                                   {"mfu", mfu},
-                                   {"elapsed_s", r.elapsed_seconds}};
-  if (r.exchange_seconds > 0) record["exchange_ms"] = r.exchange_seconds * 1e3;
-  write_metrics(record.dump());
+  const TrainRecord record{r.iter,
+                           r.loss,
+                           r.lr,
+                           r.grad_norm,
+                           dt * 1e3,
+                           tokens_per_iter_ / dt,
+                           mfu,
+                           r.elapsed_seconds,
+                           r.exchange_seconds * 1e3};
+  write_metrics(to_json(record).dump());
 }
 
 }  // namespace gpt

@@ -1,5 +1,7 @@
 #include "train/time_budget.h"
 
+#include <algorithm>
+
 namespace gpt {
 
 namespace {
@@ -30,6 +32,61 @@ int64_t plan_iterations(double budget, double elapsed, int64_t done, int64_t cap
       high = mid - 1;
   }
   return low;
+}
+
+namespace {
+
+constexpr int64_t kPlanAfterIterations = 10;
+constexpr double kPlanAfterBudgetShare = 0.03;
+constexpr double kBudgetUse = 0.99;  // a margin for the variation of the step time
+
+}  // namespace
+
+BudgetPlanner::BudgetPlanner(double budget_seconds, Run run) : budget_(budget_seconds), run_(run) {}
+
+void BudgetPlanner::record_iteration(double seconds) {
+  iteration_seconds_.push_back(seconds);
+  train_seconds_ += seconds;
+}
+
+bool BudgetPlanner::measured() const {
+  return static_cast<int64_t>(iteration_seconds_.size()) >= kPlanAfterIterations &&
+         train_seconds_ >= kPlanAfterBudgetShare * budget_;
+}
+
+int64_t BudgetPlanner::plan(double elapsed, int64_t done) {
+  costs_.iteration = median_iteration_seconds();
+  costs_.save = expected_save_seconds();
+  costs_.evaluation = expected_evaluation_seconds();
+  return std::max(plan_iterations(budget_ * kBudgetUse, elapsed, done, kUnplanned, run_.eval_interval, costs_),
+                  done + 1);
+}
+
+bool BudgetPlanner::out_of_time(double elapsed) const {
+  return elapsed + expected_evaluation_seconds() + expected_save_seconds() >= budget_ * kBudgetUse;
+}
+
+// The first iteration warms caches and allocators: the median of the others.
+double BudgetPlanner::median_iteration_seconds() const {
+  std::vector<double> times(iteration_seconds_.begin() + (iteration_seconds_.size() > 1 ? 1 : 0),
+                            iteration_seconds_.end());
+  if (times.empty()) return 0;
+  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
+  return times[times.size() / 2];
+}
+
+// The last evaluation's time, but the only one so far may be the first, slowed by warm-up: at
+// most twice what its forward passes cost at the step time (a step is about three forwards).
+double BudgetPlanner::expected_evaluation_seconds() const {
+  const double step = median_iteration_seconds();
+  if (step == 0) return costs_.evaluation;
+  return std::min(costs_.evaluation, 2.0 * 2.0 * static_cast<double>(run_.eval_iters) * step /
+                                         (3.0 * static_cast<double>(run_.accumulation_steps)));
+}
+
+// Before the first checkpoint: the weights and optimizer state at 100 MB/s.
+double BudgetPlanner::expected_save_seconds() const {
+  return costs_.save > 0 ? costs_.save : 0.05 + run_.checkpoint_bytes / 100e6;
 }
 
 }  // namespace gpt

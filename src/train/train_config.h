@@ -11,27 +11,40 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "data/prepare.h"
+#include "data/vocab.h"
 #include "kernels/dtype.h"
 #include "model/gpt_config.h"
 
 namespace gpt {
+
+// init_from: where a run's weights come from.
+enum class InitKind { scratch, resume, checkpoint };
+struct InitFrom {
+  InitKind kind = InitKind::scratch;
+  std::string checkpoint;  // kind checkpoint: a model.safetensors file or a run's out_dir to fine-tune
+  bool operator==(const InitFrom&) const = default;
+};
+
+enum class OptimizerKind { adamw, lion };
+
+// A span of time, written "600" (seconds), "90s", "10m", "1h30m" or "1.5h"; 0 is none.
+struct Duration {
+  double seconds = 0;
+  bool operator==(const Duration&) const = default;
+};
 
 struct TrainConfig {
   // data
   std::string data_path;
   double val_fraction = 0.1;
   std::string val_data_path;
-  std::string vocab = "chars";
+  VocabKind vocab = VocabKind::chars;
   bool skip_invalid_files = false;
   std::string cache_dir;
   std::string out_dir = "out";
-  // model: the architecture's defaults are GptConfig's
-  int64_t n_layer = GptConfig{}.n_layer;
-  int64_t n_head = GptConfig{}.n_head;
-  int64_t n_embd = GptConfig{}.n_embd;
-  int64_t block_size = GptConfig{}.block_size;
-  double dropout = 0.2;  // a training setting (a model on its own runs without: GptConfig's 0)
-  bool bias = GptConfig{}.bias;
+  // model: the architecture (its defaults are GptConfig's; vocab_size comes from the data), and
+  // dropout, a training setting (a model on its own runs without)
+  GptConfig model{.dropout = 0.2};
   // loop
   int64_t batch_size = 64;
   int64_t max_iters = 5000;
@@ -39,11 +52,11 @@ struct TrainConfig {
   int64_t eval_iters = 200;
   int64_t log_interval = 10;
   bool always_save_checkpoint = false;
-  std::string init_from = "scratch";
-  std::string max_time;  // "" = no time budget
+  InitFrom init_from;
+  Duration max_time;  // 0 = no time budget
   int64_t patience = 0;
   // optimizer
-  std::string optimizer = "adamw";
+  OptimizerKind optimizer = OptimizerKind::adamw;
   double learning_rate = 1e-3;
   bool decay_lr = true;
   int64_t warmup_iters = 100;
@@ -61,19 +74,56 @@ struct TrainConfig {
   int64_t threads = 0;
   int64_t zero_stage = 0;
   bool check_replicas = false;
-  std::string dtype = "float32";
-
-  Dtype matmul_dtype() const { return parse_dtype(dtype).value_or(Dtype::float32); }
+  Dtype dtype = Dtype::float32;
 
   GptConfig model_config(int64_t vocab_size) const;
   CorpusSpec corpus() const;
 };
 
+// The text form of each kind of typed setting, as written in config files, flags and config.json:
+// Setting<T>::parse (nullopt for text that is no valid value), ::text, and ::expected (what is).
+template <class T>
+struct Setting;
+template <>
+struct Setting<InitFrom> {
+  static std::optional<InitFrom> parse(const std::string& text);
+  static std::string text(const InitFrom& value);
+  static constexpr const char* expected = "\"scratch\", \"resume\" or the path of a checkpoint to fine-tune";
+};
+template <>
+struct Setting<OptimizerKind> {
+  static std::optional<OptimizerKind> parse(const std::string& text);
+  static std::string text(OptimizerKind value);
+  static constexpr const char* expected = "\"adamw\" or \"lion\"";
+};
+template <>
+struct Setting<Dtype> {
+  static std::optional<Dtype> parse(const std::string& text) { return parse_dtype(text); }
+  static std::string text(Dtype value) { return dtype_name(value); }
+  static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
+};
+template <>
+struct Setting<VocabKind> {
+  static std::optional<VocabKind> parse(const std::string& text);
+  static std::string text(VocabKind value) { return to_string(value); }
+  static constexpr const char* expected = "\"chars\" or \"bytes\"";
+};
+template <>
+struct Setting<Duration> {
+  static std::optional<Duration> parse(const std::string& text);
+  static std::string text(const Duration& value);  // "" for none, else e.g. "10m", "1h30m", "1.5s"
+  static constexpr const char* expected = "a duration such as \"10m\", \"1h30m\", \"90s\" or \"600\" (seconds)";
+};
+
 // Seconds in a duration: "600" (seconds), "90s", "10m", "1h30m", "1.5h"; "" is 0. nullopt when invalid.
 std::optional<double> parse_duration(const std::string& text);
 
-using ConfigMember =
-    std::variant<int64_t TrainConfig::*, double TrainConfig::*, bool TrainConfig::*, std::string TrainConfig::*>;
+// A key's place in TrainConfig: a function giving the field of a config.
+template <class T>
+using ConfigField = T& (*)(TrainConfig&);
+using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
+                                  ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
+                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>>;
 
 struct ConfigKey {
   const char* name;

@@ -1,13 +1,17 @@
 // The training loop, with nanoGPT's train.py semantics: evaluate every eval_interval iterations
 // (and at max_iters), save when val loss improves (or always), gradient accumulation, global-norm
-// clipping, AdamW with warmup + cosine schedule. Logs through spdlog, writes out_dir/config.json,
-// out_dir/metrics.jsonl and the checkpoint (see io/checkpoint.h).
+// clipping, warmup + cosine schedule; a time budget (max_time) and early stopping (patience).
+// Logs through spdlog, writes out_dir/config.json, out_dir/metrics.jsonl and the checkpoint (see
+// io/checkpoint.h). An iteration is one optimizer update; "iter N" in the log is iteration N,
+// counted from 0, and an evaluation at N comes before iteration N trains.
 #pragma once
 
 #include <atomic>
 #include <cstdint>
 #include <functional>
 
+#include "core/clock.h"
+#include "distributed/world.h"
 #include "train/train_config.h"
 
 namespace gpt {
@@ -24,11 +28,21 @@ struct TrainResult {
   bool stopped_early = false;  // patience ran out
 };
 
-// `stop_signal`: set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the
-// current iteration, save a checkpoint and return. May be null.
-// `after_evaluation` (rank 0, may be empty) runs after every evaluation and its checkpoint, e.g.
-// to refresh a report; its UserErrors are logged as warnings, not fatal.
-TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal,
-                         const std::function<void()>& after_evaluation = {});
+// What a run is given besides its config.
+struct RunContext {
+  const World& world;
+  // Set asynchronously (e.g. by a SIGINT handler) to ask the loop to finish the current
+  // iteration, save a checkpoint and return. May be null.
+  const std::atomic<int>* stop_signal = nullptr;
+  // Every duration the run measures (the time budget, throughput, the log) is read from it.
+  Clock& clock;
+  // Rank 0, after every evaluation and its checkpoint, e.g. to refresh a report; may be empty.
+  // Its UserErrors are logged as warnings, not fatal.
+  std::function<void()> after_evaluation = {};
+};
+
+TrainResult run_training(const TrainConfig& config, const RunContext& context);
+// One process on the machine's clock.
+TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal);
 
 }  // namespace gpt
