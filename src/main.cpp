@@ -12,15 +12,16 @@
 
 namespace {
 
-// In a run of several processes, an error only this process met: say which rank met it, then end
-// every process of the run (MPI_Abort) rather than leave the others waiting in a collective.
-int fail(const std::string& what, const std::string& message, int exit_code) {
+// In a run of several processes, an error only this process met: say which rank met it (unless
+// the message does), then end every process of the run (MPI_Abort) rather than leave the others
+// waiting in a collective.
+int fail(const std::string& what, const std::string& message, int exit_code, bool message_names_rank = false) {
   const gpt::World& world = gpt::World::instance();
-  if (!world.distributed()) {
+  if (!world.distributed() || message_names_rank)
     std::fprintf(stderr, "gpt: %s: %s\n", what.c_str(), message.c_str());
-    return exit_code;
-  }
-  std::fprintf(stderr, "gpt: %s (%s): %s\n", what.c_str(), world.describe().c_str(), message.c_str());
+  else
+    std::fprintf(stderr, "gpt: %s (%s): %s\n", what.c_str(), world.describe().c_str(), message.c_str());
+  if (!world.distributed()) return exit_code;
   std::fflush(stderr);
   world.abort(exit_code);
 }
@@ -32,6 +33,8 @@ int run(const std::vector<gpt::Command>& commands) {
   } catch (const gpt::AgreedFailure& e) {
     if (e.report) std::fprintf(stderr, "gpt: error: %s\n", e.message.c_str());
     return e.exit_code;
+  } catch (const gpt::MpiFailure& e) {
+    return fail("error", e.what(), e.exit_code(), true);
   } catch (const gpt::UserError& e) {
     return fail("error", e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {
@@ -62,6 +65,8 @@ int main(int argc, char** argv) {
   }
   try {
     gpt::World::start(&argc, &argv);
+  } catch (const gpt::MpiFailure& e) {
+    return fail("error", e.what(), e.exit_code(), true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt: error: %s\n", e.what());
     return 2;
