@@ -12,14 +12,16 @@
 
 namespace {
 
-// In a run of several processes, an error only this process met: say which rank met it, then end
-// every process of the run (MPI_Abort) rather than leave the others waiting in a collective.
-int fail(const gpt::World& world, const std::string& what, const std::string& message, int exit_code) {
-  if (!world.distributed()) {
+// In a run of several processes, an error only this process met: say which rank met it (unless
+// the message does), then end every process of the run (MPI_Abort) rather than leave the others
+// waiting in a collective.
+int fail(const gpt::World& world, const std::string& what, const std::string& message, int exit_code,
+         bool message_names_rank = false) {
+  if (!world.distributed() || message_names_rank)
     std::fprintf(stderr, "gpt: %s: %s\n", what.c_str(), message.c_str());
-    return exit_code;
-  }
-  std::fprintf(stderr, "gpt: %s (%s): %s\n", what.c_str(), world.describe().c_str(), message.c_str());
+  else
+    std::fprintf(stderr, "gpt: %s (%s): %s\n", what.c_str(), world.describe().c_str(), message.c_str());
+  if (!world.distributed()) return exit_code;
   std::fflush(stderr);
   world.abort(exit_code);
 }
@@ -31,6 +33,8 @@ int run(const std::vector<gpt::Command>& commands, const gpt::World& world) {
   } catch (const gpt::AgreedFailure& e) {
     if (e.report) std::fprintf(stderr, "gpt: error: %s\n", e.message.c_str());
     return e.exit_code;
+  } catch (const gpt::MpiFailure& e) {
+    return fail(world, "error", e.what(), e.exit_code(), true);
   } catch (const gpt::UserError& e) {
     return fail(world, "error", e.what(), e.exit_code());
   } catch (const std::bad_alloc&) {
@@ -62,6 +66,8 @@ int main(int argc, char** argv) {
   gpt::World world;
   try {
     world = gpt::World::start(&argc, &argv);
+  } catch (const gpt::MpiFailure& e) {
+    return fail(world, "error", e.what(), e.exit_code(), true);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gpt: error: %s\n", e.what());
     return 2;

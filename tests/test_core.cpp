@@ -1,10 +1,14 @@
-// Core pieces: the Rng's reproducibility and distributions, the arena, the parameter store.
+// Core pieces: the Rng's reproducibility and distributions, the arena, the parameter store, and
+// allocations the machine cannot give (an error naming the size, not a bare "out of memory").
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
+#include <string>
 
+#include "core/aligned_buffer.h"
 #include "core/arena.h"
+#include "core/memory.h"
 #include "core/param_store.h"
 #include "core/rng.h"
 
@@ -65,6 +69,40 @@ TEST(Arena, AlignedAndMergesChunksOnReset) {
   EXPECT_GE(capacity, peak);
   for (int i = 0; i < 20; ++i) arena.allocate_bytes(1000);
   EXPECT_EQ(arena.capacity_bytes(), capacity);  // the same step now fits without growing
+}
+
+TEST(Memory, ByteSizesReadAsPeopleWriteThem) {
+  EXPECT_EQ(byte_size(512), "512 B");
+  EXPECT_EQ(byte_size(3 * 1024), "3.0 KiB");
+  EXPECT_EQ(byte_size(1.5 * 1024 * 1024 * 1024), "1.5 GiB");
+  EXPECT_EQ(byte_size(4.0 * (1ull << 60)), "4.0 EiB");
+  EXPECT_GT(system_memory_bytes(), 0u);
+}
+
+// An absurd request is refused before the allocator sees it (more than RAM and swap), as a
+// runtime error (exit code 1) that names the size; so is one whose byte count overflows.
+TEST(Memory, AnAllocationThatCannotFitNamesItsSize) {
+  try {
+    AlignedBuffer<float> huge(std::size_t{1} << 60);
+    FAIL() << "allocated 4 EiB";
+  } catch (const AllocationFailure& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_EQ(e.bytes(), 4.0 * (1ull << 60));
+    EXPECT_NE(std::string(e.what()).find("cannot allocate 4.0 EiB"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("RAM and swap"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(AlignedBuffer<double>(SIZE_MAX / 4), AllocationFailure);
+  Arena arena;
+  arena.allocate_bytes(1000);
+  try {
+    arena.allocate_bytes(std::size_t{1} << 62);
+    FAIL() << "allocated 4 EiB";
+  } catch (const AllocationFailure& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot allocate 4.0 EiB for the activation arena, which holds 1.0 KiB"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NE(arena.allocate_bytes(1000), nullptr);  // still usable
 }
 
 TEST(ParamStore, SlotsAreAlignedNamedAndShareOneLayout) {

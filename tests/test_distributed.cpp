@@ -1,6 +1,7 @@
 // Data-parallel training under mpirun: the same losses and weights on 1, 2 and 4 processes (with
 // dropout, with and without sharded optimizer state, on shared memory and on TCP over loopback),
-// resume with another process count, and what happens when a process fails. Each run is a tiny
+// resume with another process count, what happens when a process fails, and what a failed MPI
+// call says. Each run is a tiny
 // model for a second or two.
 #include <gtest/gtest.h>
 
@@ -251,6 +252,19 @@ TEST_F(Distributed, AnErrorOnOneProcessOnlyEndsTheRunAndNamesIt) {
   EXPECT_EQ(run.wait(), 1);
   EXPECT_LT(std::chrono::steady_clock::now() - failed_at, std::chrono::seconds(20));
   EXPECT_NE(log("vanishing").find("gpt: error (rank 0 of 2"), std::string::npos) << log("vanishing");
+}
+
+// A failed MPI call is a runtime error (exit code 1) naming the call, MPI's own error and the rank.
+TEST_F(Distributed, AFailedMpiCallNamesTheCallTheErrorAndTheRank) {
+  ASSERT_EQ(
+      ChildProcess(GPT_MPIEXEC, {"--oversubscribe", "-np", "2", GPT_MPI_FAILURE_PROBE}, dir.file("probe.log")).wait(),
+      1)
+      << log("probe");
+  const std::string text = log("probe");
+  for (const char* rank : {"MPI_Allgather failed on rank 0 of 2", "MPI_Allgather failed on rank 1 of 2"})
+    EXPECT_NE(text.find(rank), std::string::npos) << text;
+  EXPECT_NE(text.find("MPI_ERR_COUNT"), std::string::npos) << text;
+  EXPECT_EQ(text.find("internal error"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // The small vector kernels: softmax rows (against double precision, and a causal row wider than
-// its values bit for bit against the row of just its values), fixed-lane sums, and dropout masks
-// (every instruction set's loop against the definition, bit for bit).
+// its values bit for bit against the row of just its values), fixed-lane sums, dropout masks
+// (every instruction set's loop against the definition, bit for bit), and the activations'
+// backward in each of its write modes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "core/rng.h"
+#include "kernels/activation.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/lane_sum.h"
 #include "kernels/softmax_row.h"
@@ -22,6 +24,34 @@ std::vector<float> random_row(int64_t n, uint64_t seed, float scale) {
   std::vector<float> v(n);
   for (auto& x : v) x = static_cast<float>(rng.normal()) * scale;
   return v;
+}
+
+TEST(ActivationKernels, EveryActivationIsNamedAndListedOnce) {
+  const std::vector<Activation> all = all_activations();
+  ASSERT_GE(all.size(), 2u);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    EXPECT_EQ(static_cast<std::size_t>(all[i]), i);
+    EXPECT_NE(activation_name(all[i]), nullptr);
+  }
+  EXPECT_STREQ(activation_name(Activation::gelu), "gelu");
+}
+
+// Overwriting, in place or not, gives the bits of accumulating into zeros; accumulating adds.
+TEST(ActivationKernels, BackwardWriteModesAgree) {
+  const int64_t n = 70000;  // above the parallel threshold, with a partial last chunk
+  const std::vector<float> x = random_row(n, 7, 3.0f), dy = random_row(n, 8, 1.0f);
+  for (Activation act : all_activations()) {
+    SCOPED_TRACE(activation_name(act));
+    std::vector<float> accumulated(n, 0.0f), overwritten(n, 5.0f), in_place = dy, twice(n, 0.0f);
+    activation_backward(act, x.data(), dy.data(), accumulated.data(), n);
+    activation_backward(act, x.data(), dy.data(), overwritten.data(), n, GradWrite::overwrite);
+    activation_backward(act, x.data(), in_place.data(), in_place.data(), n, GradWrite::overwrite);
+    activation_backward(act, x.data(), dy.data(), twice.data(), n);
+    activation_backward(act, x.data(), dy.data(), twice.data(), n);
+    EXPECT_EQ(overwritten, accumulated);
+    EXPECT_EQ(in_place, accumulated);
+    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(twice[i], accumulated[i] + accumulated[i]) << i;
+  }
 }
 
 TEST(SoftmaxRow, MatchesDoublePrecision) {

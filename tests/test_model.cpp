@@ -1,12 +1,15 @@
 // The GPT model: the fused attention block equals H independent heads built from primitives,
-// parameter names and initialisation follow nanoGPT.
+// parameter names and initialisation follow nanoGPT, and its memory estimate holds (and a model
+// larger than the machine is refused with its sizes).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
+#include "core/check.h"
 #include "gradcheck.h"
 #include "model/gpt.h"
+#include "model/gpt_memory.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -148,6 +151,55 @@ TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
   const double allowed = (16.0 * static_cast<double>(config.n_layer) + 10.0) * width_c_bytes;
   EXPECT_LT(static_cast<double>(arena.high_water_bytes()), allowed)
       << "arena peak " << arena.high_water_bytes() / width_c_bytes << " x [B, T, C] floats";
+}
+
+// The estimate counts exactly what the store allocates, and a training step's arena within 25%.
+TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
+  for (bool bias : {false, true}) {
+    GptConfig config;
+    config.n_layer = 3;
+    config.n_head = 4;
+    config.n_embd = 48;
+    config.block_size = 32;
+    config.vocab_size = 70;
+    config.bias = bias;
+    config.dropout = 0.1f;
+    Gpt model(config);
+    model.init_weights(1);
+    const GptMemory memory = estimate_gpt_memory(config);
+    EXPECT_EQ(memory.parameters, static_cast<double>(model.params().parameter_count()));
+    EXPECT_EQ(memory.weight_bytes, static_cast<double>(model.params().padded_floats() * sizeof(float)));
+    const int64_t B = 4, T = config.block_size;
+    std::vector<int32_t> idx(B * T), targets(B * T);
+    for (std::size_t i = 0; i < idx.size(); ++i) {
+      idx[i] = static_cast<int32_t>(i % 70);
+      targets[i] = static_cast<int32_t>((i * 7) % 70);
+    }
+    Arena arena;
+    Graph g(arena);
+    Rng rng(2);
+    g.backward(model.forward(g, idx.data(), B, T, targets.data(), true, rng).loss);
+    const double measured = static_cast<double>(arena.high_water_bytes()) / B;
+    EXPECT_NEAR(memory.activation_bytes / measured, 1.0, 0.25) << measured << " bytes per sequence";
+  }
+}
+
+// A model whose weights and gradients exceed the machine is refused before anything is
+// allocated: a runtime error (exit code 1) with the sizes and the settings that drive them.
+TEST(GptMemory, AModelLargerThanTheMachineIsRefusedWithItsSizes) {
+  GptConfig config;
+  config.n_head = 4;
+  config.n_embd = 2000000;
+  try {
+    Gpt model(config);
+    FAIL() << "a 288-trillion-parameter model was allocated";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(e.exit_code(), 1);
+    for (const char* part : {"does not fit in memory", "n_embd 2000000", "n_layer 6", "288.0 trillion parameters",
+                             "2.0 PiB", "RAM and swap", "optimizer state", "of activations per sequence"})
+      EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+  }
 }
 
 // One step's loss and gradients in bfloat16 against float32 from the same weights and batch.

@@ -180,9 +180,12 @@ TEST(OpGrad, LayernormWithAndWithoutBias) {
                    no_bias);
 }
 
-TEST(OpGrad, Gelu) {
-  auto inputs = make_inputs({Shape{5, 7}}, 25, 2.0f);
-  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return gelu(g, in[0]); }, inputs);
+TEST(OpGrad, EveryActivation) {
+  for (Activation act : all_activations()) {
+    SCOPED_TRACE(activation_name(act));
+    auto inputs = make_inputs({Shape{5, 7}}, 25, 2.0f);
+    expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return activate(g, in[0], act); }, inputs);
+  }
 }
 
 TEST(OpGrad, TokenPositionEmbeddingWithRepeatedIdsAndDropout) {
@@ -222,10 +225,13 @@ void expect_residual_projection_gradcheck(Activation act, float dropout_p, uint6
       inputs);
 }
 
-TEST(OpGrad, ResidualProjection) { expect_residual_projection_gradcheck(Activation::none, 0.0f, 42); }
-TEST(OpGrad, ResidualProjectionOfGelu) { expect_residual_projection_gradcheck(Activation::gelu, 0.0f, 43); }
-TEST(OpGrad, ResidualProjectionWithDropout) { expect_residual_projection_gradcheck(Activation::none, 0.3f, 44); }
-TEST(OpGrad, ResidualProjectionOfGeluWithDropout) { expect_residual_projection_gradcheck(Activation::gelu, 0.3f, 45); }
+TEST(OpGrad, ResidualProjectionOfEveryActivation) {
+  for (Activation act : all_activations()) {
+    SCOPED_TRACE(activation_name(act));
+    expect_residual_projection_gradcheck(act, 0.0f, 42);
+    expect_residual_projection_gradcheck(act, 0.3f, 44);
+  }
+}
 
 TEST(OpGrad, CausalSelfAttention) {
   // B=2, T=5, C=6 with 3 heads of size 2.

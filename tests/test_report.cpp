@@ -48,6 +48,10 @@ TEST_F(Report, HasOnePointPerLoggedRecordTheBestMarkedAndEveryRun) {
   char label[64];
   std::snprintf(label, sizeof label, "best %.4f", best.val_loss);
   EXPECT_EQ(count_of(html, label), 4) << label;
+  // "Loss" is said once, by the section's heading; the charts under it show no title of their own.
+  EXPECT_EQ(count_of(html, "<h2>Loss</h2>"), 1);
+  EXPECT_EQ(count_of(html, ">Loss</text>"), 0);
+  EXPECT_EQ(count_of(html, ">Learning rate</text>"), 1) << "the other charts keep theirs";
 
   TrainConfig other = c;
   other.out_dir = dir.file("other");

@@ -18,8 +18,7 @@ void add_checkpoint_options(CLI::App* command, CheckpointOptions& options, const
   command->add_option("--out_dir", options.out_dir, out_dir_help)->capture_default_str();
   command->add_option("--checkpoint", options.checkpoint, "a model.safetensors file (instead of --out_dir)");
   if (with_threads)
-    command->add_option("--threads", options.threads, "worker threads (0 = all cores)")
-        ->check(CLI::NonNegativeNumber);
+    command->add_option("--threads", options.threads, "worker threads (0 = all cores)")->check(CLI::NonNegativeNumber);
 }
 
 }  // namespace gpt

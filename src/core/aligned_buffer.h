@@ -1,13 +1,16 @@
-// A 64-byte aligned, owning buffer (the only place we call the allocator for bulk storage),
-// zero-initialised unless constructed with kUninitialized (the arena: pages it never touches then
-// never count towards the process's resident memory). Move-only.
+// A 64-byte aligned, owning buffer (bulk storage; it allocates through core/memory.h, so a failure
+// is an AllocationFailure naming the size), zero-initialised unless constructed with
+// kUninitialized (the arena: pages it never touches then never count towards the process's
+// resident memory). Move-only.
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 #include <utility>
+
+#include "core/memory.h"
 
 namespace gpt {
 
@@ -27,8 +30,8 @@ class AlignedBuffer {
   }
   AlignedBuffer(std::size_t count, Uninitialized) : count_(count) {
     if (count == 0) return;
-    data_ = static_cast<T*>(std::aligned_alloc(kAlignment, round_up(count * sizeof(T), kAlignment)));
-    if (!data_) throw std::bad_alloc();
+    if (count > SIZE_MAX / sizeof(T)) throw AllocationFailure(static_cast<double>(count) * sizeof(T));
+    data_ = static_cast<T*>(allocate_aligned(count * sizeof(T)));
   }
   AlignedBuffer(AlignedBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), count_(std::exchange(other.count_, 0)) {}

@@ -12,9 +12,22 @@ Arena::Arena(std::size_t initial_bytes) {
 void* Arena::allocate_bytes(std::size_t bytes) {
   bytes = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
   if (offset_ + bytes > chunks_.back().size()) {
+    // Grow geometrically so that a first step with many tensors makes few chunks; when twice the
+    // last chunk cannot be had, by just what this request needs.
+    auto add_chunk = [&](std::size_t size) {
+      try {
+        chunks_.emplace_back(size, kUninitialized);
+        return true;
+      } catch (const AllocationFailure&) {
+        return false;
+      }
+    };
+    if (!add_chunk(std::max(bytes, chunks_.back().size() * 2)) && !add_chunk(bytes))
+      throw AllocationFailure(static_cast<double>(bytes),
+                              "the activation arena, which holds " + byte_size(static_cast<double>(used_bytes())) +
+                                  " for this step already (it grows with batch_size, block_size, n_layer, n_embd "
+                                  "and vocab_size)");
     used_before_current_ += offset_;
-    // Grow geometrically so that a first step with many tensors makes few chunks.
-    chunks_.emplace_back(std::max(bytes, chunks_.back().size() * 2), kUninitialized);
     offset_ = 0;
   }
   std::byte* p = chunks_.back().data() + offset_;

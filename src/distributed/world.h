@@ -49,12 +49,25 @@ class World {
   [[noreturn]] void abort(int exit_code) const;  // ends every process of the run
 
  private:
+  void start_mpi(int* argc, char*** argv);
+  // Throws MpiFailure unless `code` is MPI_SUCCESS; `function`: the MPI call's name.
+  void check_mpi(int code, const char* function) const;
+
   template <class T>
   void all_gather_v_of(const T* mine, T* all, const std::vector<int>& counts, const std::vector<int>& offsets) const;
 
   int rank_ = 0, size_ = 1, ranks_on_host_ = 1, hosts_ = 1;
   bool mpi_ = false;
   std::string host_;
+};
+
+// A failed MPI call: a runtime error (exit code 1) whose message names the call, MPI's error string
+// and the process ("MPI_Bcast failed on rank 1 of 2 on host-a: MPI_ERR_TRUNCATE: message
+// truncated"). It is not agreed on (run_agreeing): the other processes may be anywhere, so the
+// failing process ends the run (main's MPI_Abort).
+class MpiFailure : public UserError {
+ public:
+  explicit MpiFailure(const std::string& message) : UserError(message, ExitCode::runtime) {}
 };
 
 // An error every rank of the run raises at the same point, so none is left waiting in a collective:
@@ -68,7 +81,7 @@ struct AgreedFailure {
 // Runs `step` on every rank, then agrees on the outcome: when it threw a UserError on any rank,
 // every rank throws an AgreedFailure carrying the lowest failing rank's message (prefixed with
 // that rank when it is not the root). A config or data error is thus reported once, not N times.
-// In a world of one, `step`'s errors pass through unchanged.
+// In a world of one, `step`'s errors pass through unchanged, and so does an MpiFailure anywhere.
 template <class Step>
 void run_agreeing(const World& world, const Step& step);
 
@@ -79,6 +92,8 @@ void run_agreeing(const World& world, const Step& step) {
   int code = 0;
   try {
     step();
+  } catch (const MpiFailure&) {
+    throw;  // agreeing would take more collectives, with processes that may never reach them
   } catch (const UserError& e) {
     message = e.what();
     code = e.exit_code();

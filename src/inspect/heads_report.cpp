@@ -10,12 +10,6 @@ namespace gpt {
 
 namespace {
 
-std::string number(double v, int decimals = 3) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, v);
-  return buffer;
-}
-
 // One heatmap as SVG. Weights are quantised to 20 levels (sqrt scale, so small weights stay
 // visible) and equal neighbours in a row are drawn as one rectangle; level 0 is not drawn.
 // Cells shrink with n so 256 positions fit in ~520 px; axis labels every `step` characters.
@@ -24,22 +18,22 @@ std::string heatmap_svg(const float* A, int64_t n, const std::vector<std::string
   // A label on every row and column when the cells are at least 7 px (a 64-character prompt),
   // else on every few so that labels never overlap; the font fits the labelled span.
   const int64_t step = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(7.0 / cell)));
-  const std::string font = number(std::min(9.0, cell * static_cast<double>(step)), 0);
+  const std::string font = fixed(std::min(9.0, cell * static_cast<double>(step)), 0);
   const double margin = 28, size = cell * static_cast<double>(n);
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + number(size + margin + 4, 0) +
-                    "\" height=\"" + number(size + margin + 4, 0) + "\" role=\"img\"><title>" + escape_html(title) +
+  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + fixed(size + margin + 4, 0) +
+                    "\" height=\"" + fixed(size + margin + 4, 0) + "\" role=\"img\"><title>" + escape_html(title) +
                     "</title>";
-  svg += "<rect x=\"" + number(margin, 1) + "\" y=\"" + number(margin, 1) + "\" width=\"" + number(size, 1) +
-         "\" height=\"" + number(size, 1) + "\" fill=\"#fff\" stroke=\"#ccc\"/>";
+  svg += "<rect x=\"" + fixed(margin, 1) + "\" y=\"" + fixed(margin, 1) + "\" width=\"" + fixed(size, 1) +
+         "\" height=\"" + fixed(size, 1) + "\" fill=\"#fff\" stroke=\"#ccc\"/>";
   auto label = [&](int64_t i) {
     const std::string& c = chars[static_cast<std::size_t>(i)];
     return escape_html(c == "\n" ? "\u21b5" : c == " " ? "\u2423" : c);
   };
   for (int64_t i = 0; i < n; i += step) {
     const double p = margin + (static_cast<double>(i) + 0.5) * cell;
-    svg += "<text x=\"" + number(p, 1) + "\" y=\"" + number(margin - 4, 1) + "\" font-size=\"" + font +
+    svg += "<text x=\"" + fixed(p, 1) + "\" y=\"" + fixed(margin - 4, 1) + "\" font-size=\"" + font +
            "\" text-anchor=\"middle\">" + label(i) + "</text>";
-    svg += "<text x=\"" + number(margin - 4, 1) + "\" y=\"" + number(p + 3, 1) + "\" font-size=\"" + font +
+    svg += "<text x=\"" + fixed(margin - 4, 1) + "\" y=\"" + fixed(p + 3, 1) + "\" font-size=\"" + font +
            "\" text-anchor=\"end\">" + label(i) + "</text>";
   }
   for (int64_t t = 0; t < n; ++t) {
@@ -53,10 +47,10 @@ std::string heatmap_svg(const float* A, int64_t n, const std::vector<std::string
         const int shade = 255 - level * 255 / 20;
         char color[16];
         std::snprintf(color, sizeof color, "#%02x%02xff", shade, shade);
-        svg += "<rect x=\"" + number(margin + static_cast<double>(j) * cell, 1) + "\" y=\"" +
-               number(margin + static_cast<double>(t) * cell, 1) + "\" width=\"" +
-               number(static_cast<double>(end - j) * cell, 1) + "\" height=\"" + number(cell, 1) + "\" fill=\"" +
-               color + "\"/>";
+        svg += "<rect x=\"" + fixed(margin + static_cast<double>(j) * cell, 1) + "\" y=\"" +
+               fixed(margin + static_cast<double>(t) * cell, 1) + "\" width=\"" +
+               fixed(static_cast<double>(end - j) * cell, 1) + "\" height=\"" + fixed(cell, 1) + "\" fill=\"" + color +
+               "\"/>";
       }
       j = end;
     }
@@ -86,9 +80,9 @@ std::string render_heads_report(const HeadsReportInput& in) {
       "<th>entropy</th><th>distance</th><th>induction</th></tr>\n";
   for (const HeadScores& s : in.scores)
     html += "<tr><td>" + std::to_string(s.layer) + "</td><td>" + std::to_string(s.head) + "</td><td class=\"l\">" +
-            s.label + "</td><td>" + number(s.previous_token) + "</td><td>" + number(s.self) + "</td><td>" +
-            number(s.first_token) + "</td><td>" + number(s.entropy) + "</td><td>" + number(s.distance, 1) +
-            "</td><td>" + number(s.induction) + "</td></tr>\n";
+            s.label + "</td><td>" + fixed(s.previous_token, 3) + "</td><td>" + fixed(s.self, 3) + "</td><td>" +
+            fixed(s.first_token, 3) + "</td><td>" + fixed(s.entropy, 3) + "</td><td>" + fixed(s.distance, 1) +
+            "</td><td>" + fixed(s.induction, 3) + "</td></tr>\n";
   html +=
       "</table>\n<p>Labels: previous-token when its score ≥ 0.5, induction ≥ 0.4, self ≥ 0.5, first-token ≥ 0.5 (the "
       "strongest passing one); otherwise broad when normalised entropy ≥ 0.8, else mixed. Induction test: a random "
@@ -118,7 +112,7 @@ std::string render_heads_report(const HeadsReportInput& in) {
     for (int64_t h = 0; h < in.n_head; ++h) {
       const HeadScores& s = in.scores[static_cast<std::size_t>(l * in.n_head + h)];
       const std::string title =
-          "layer " + std::to_string(l) + " head " + std::to_string(h) + ": induction " + number(s.induction);
+          "layer " + std::to_string(l) + " head " + std::to_string(h) + ": induction " + fixed(s.induction, 3);
       html +=
           "<figure><figcaption>" + escape_html(title) + "</figcaption>" +
           heatmap_svg(in.induction_attention.data() + (l * in.n_head + h) * n2 * n2, n2, in.induction_chars, title) +

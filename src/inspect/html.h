@@ -1,6 +1,7 @@
 // Small helpers shared by the HTML pages gpt writes.
 #pragma once
 
+#include <cstdio>
 #include <string>
 
 namespace gpt {
@@ -29,6 +30,20 @@ inline std::string escape_html(const std::string& s) {
     }
   }
   return out;
+}
+
+// v with `decimals` digits after the point ("%.*f").
+inline std::string fixed(double v, int decimals) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.*f", decimals, v);
+  return text;
+}
+
+// A duration for people: "90 s", "12.5 min", "2.0 h".
+inline std::string duration_label(double seconds) {
+  if (seconds < 120) return fixed(seconds, 0) + " s";
+  if (seconds < 7200) return fixed(seconds / 60, seconds < 600 ? 1 : 0) + " min";
+  return fixed(seconds / 3600, 1) + " h";
 }
 
 }  // namespace gpt

@@ -36,12 +36,6 @@ std::string shade(double bits) {
   return color;
 }
 
-std::string fixed(double v, int decimals) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.*f", decimals, v);
-  return text;
-}
-
 }  // namespace
 
 std::string render_surprisal_report(const SurprisalPage& page, const Vocab& vocab) {

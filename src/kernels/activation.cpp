@@ -1,11 +1,14 @@
-// The exact (erf) GELU, as PyTorch's nn.GELU() default (nanoGPT uses this form), and the
-// activation dispatch both executors of the model call. d/dx = Phi(x) + x phi(x), with Phi the
-// standard normal CDF and phi its density; erf and exp come from fast_math.h so loops vectorise.
+// The activations' kernels and the one dispatch every caller goes through. GELU is the exact (erf)
+// form, as PyTorch's nn.GELU() default (nanoGPT uses this form): d/dx = Phi(x) + x phi(x), with
+// Phi the standard normal CDF and phi its density; erf and exp come from fast_math.h so loops
+// vectorise.
 #include "kernels/activation.h"
 
 #include <algorithm>
 #include <numbers>
+#include <string>
 
+#include "core/check.h"
 #include "kernels/fast_math.h"
 #include "kernels/parallel.h"
 
@@ -27,64 +30,85 @@ inline float gelu_slope(float x) {
   return cdf + x * pdf;
 }
 
-GPT_VECTOR_CLONES void gelu_backward_range(const float* x, const float* dy, float* dx, int64_t n) {
+GPT_VECTOR_CLONES void gelu_backward_accumulate_range(const float* x, const float* dy, float* dx, int64_t n) {
   for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * gelu_slope(x[i]);
 }
 
-GPT_VECTOR_CLONES void gelu_backward_in_place_range(const float* x, float* d, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) d[i] = d[i] * gelu_slope(x[i]);
+GPT_VECTOR_CLONES void gelu_backward_overwrite_range(const float* x, const float* dy, float* dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] = dy[i] * gelu_slope(x[i]);
 }
 
 // Parallel over fixed chunks so each thread runs a vectorised range.
 constexpr int64_t kChunk = 4096;
-
-}  // namespace
 
 void gelu_forward(const float* x, float* y, int64_t n) {
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwiseTranscendental)
   for (int64_t c = 0; c < n; c += kChunk) gelu_forward_range(x + c, y + c, std::min(kChunk, n - c));
 }
 
-void gelu_backward(const float* x, const float* dy, float* dx, int64_t n) {
+void gelu_backward(const float* x, const float* dy, float* dx, int64_t n, GradWrite write) {
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwiseTranscendental)
-  for (int64_t c = 0; c < n; c += kChunk) gelu_backward_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
+  for (int64_t c = 0; c < n; c += kChunk) {
+    if (write == GradWrite::accumulate)
+      gelu_backward_accumulate_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
+    else
+      gelu_backward_overwrite_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
+  }
 }
 
-void gelu_backward_in_place(const float* x, float* d, int64_t n) {
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwiseTranscendental)
-  for (int64_t c = 0; c < n; c += kChunk) gelu_backward_in_place_range(x + c, d + c, std::min(kChunk, n - c));
+void identity_forward(const float* x, float* y, int64_t n) {
+  if (y != x) std::copy(x, x + n, y);
+}
+
+void identity_backward(const float* dy, float* dx, int64_t n, GradWrite write) {
+  if (write == GradWrite::overwrite) {
+    if (dx != dy) std::copy(dy, dy + n, dx);
+    return;
+  }
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
+}
+
+[[noreturn]] void unknown_activation(Activation act) {
+  fail_check(__FILE__, __LINE__, "known activation", "activation " + std::to_string(static_cast<int>(act)));
+}
+
+}  // namespace
+
+const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::none:
+      return "none";
+    case Activation::gelu:
+      return "gelu";
+  }
+  return nullptr;
+}
+
+std::vector<Activation> all_activations() {
+  std::vector<Activation> all;
+  for (int i = 0; activation_name(static_cast<Activation>(i)); ++i) all.push_back(static_cast<Activation>(i));
+  return all;
 }
 
 void activation_forward(Activation act, const float* x, float* y, int64_t n) {
   switch (act) {
     case Activation::none:
-      std::copy(x, x + n, y);
-      return;
+      return identity_forward(x, y, n);
     case Activation::gelu:
-      gelu_forward(x, y, n);
-      return;
+      return gelu_forward(x, y, n);
   }
+  unknown_activation(act);
 }
 
-void activation_backward(Activation act, const float* x, const float* dy, float* dx, int64_t n) {
+void activation_backward(Activation act, const float* x, const float* dy, float* dx, int64_t n, GradWrite write) {
   switch (act) {
     case Activation::none:
-      for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
-      return;
+      return identity_backward(dy, dx, n, write);
     case Activation::gelu:
-      gelu_backward(x, dy, dx, n);
-      return;
+      return gelu_backward(x, dy, dx, n, write);
   }
-}
-
-void activation_backward_in_place(Activation act, const float* x, float* d, int64_t n) {
-  switch (act) {
-    case Activation::none:
-      return;
-    case Activation::gelu:
-      gelu_backward_in_place(x, d, n);
-      return;
-  }
+  unknown_activation(act);
 }
 
 }  // namespace gpt

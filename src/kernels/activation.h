@@ -1,25 +1,36 @@
 // Activations: the elementwise nonlinearities of the model, forward and backward side by side.
-// The model definition names one (model/gpt_definition.h); both executors reach it through
-// activation_forward, so adding one is an enum value and its kernels here. Plain loops over raw
-// arrays, parallel over fixed chunks above a size (the same bits on any thread count).
+// Every op and executor that applies one (the activation op, residual_projection, the sampler's
+// generator) goes through activation_forward / activation_backward, each one switch over the
+// enum, so a forward and its gradient cannot disagree. Adding one: an enum value, its name, and
+// its kernels in activation.cpp (-Wswitch points at the three switches); the tests iterate over
+// all_activations(). Plain loops over raw arrays, parallel over fixed chunks above a size (the
+// same bits on any thread count).
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace gpt {
 
-enum class Activation { none, gelu };
+enum class Activation { none, gelu };  // none: the identity; gelu: the exact (erf) GELU
 
-// y = act(x) over n values.
+// The lower-case name ("none", "gelu"), or nullptr for a value outside the enum.
+const char* activation_name(Activation act);
+// Every value of the enum, in order (the values with a name, counted from 0).
+std::vector<Activation> all_activations();
+// Whether act(x) = x: callers may then skip the kernels (and the buffer for act(x)) entirely.
+inline bool is_identity(Activation act) { return act == Activation::none; }
+
+// y = act(x) over n values (y == x allowed).
 void activation_forward(Activation act, const float* x, float* y, int64_t n);
-// dx += dy * act'(x).
-void activation_backward(Activation act, const float* x, const float* dy, float* dx, int64_t n);
-// d = d * act'(x): the gradient of x when d is the gradient of act(x) and x has no other.
-void activation_backward_in_place(Activation act, const float* x, float* d, int64_t n);
 
-// The exact GELU, 0.5 x (1 + erf(x / sqrt 2)), and its gradient, by name (tests, profiling).
-void gelu_forward(const float* x, float* y, int64_t n);
-void gelu_backward(const float* x, const float* dy, float* dx, int64_t n);
-void gelu_backward_in_place(const float* x, float* d, int64_t n);
+// How a backward kernel writes the input's gradient.
+enum class GradWrite {
+  accumulate,  // dx += dy * act'(x)
+  overwrite,   // dx = dy * act'(x); dx may be dy (in place)
+};
+// The gradient of x given dy, the gradient of act(x): x, dy, dx: [n].
+void activation_backward(Activation act, const float* x, const float* dy, float* dx, int64_t n,
+                         GradWrite write = GradWrite::accumulate);
 
 }  // namespace gpt

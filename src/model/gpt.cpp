@@ -2,7 +2,9 @@
 
 #include <string>
 
+#include "core/memory.h"
 #include "model/gpt_definition.h"
+#include "model/gpt_memory.h"
 #include "ops/ops.h"
 
 namespace gpt {
@@ -40,7 +42,17 @@ struct TapeExecutor {
 
 Gpt::Gpt(const GptConfig& config) : config_(config) {
   GPT_CHECK(config.n_embd % config.n_head == 0, "n_embd must be divisible by n_head");
-  weights_ = declare_gpt_weights(params_, config_);
+  // A model larger than the machine is said before anything is allocated, with its sizes and the
+  // settings behind them; a refusal from the allocator says the same.
+  const GptMemory memory = estimate_gpt_memory(config_);
+  const auto available = static_cast<double>(system_memory_bytes());
+  if (available > 0 && memory.model_bytes() > available)
+    throw UserError(gpt_memory_message(config_, memory), ExitCode::runtime);
+  try {
+    weights_ = declare_gpt_weights(params_, config_);
+  } catch (const AllocationFailure&) {
+    throw UserError(gpt_memory_message(config_, memory), ExitCode::runtime);
+  }
 }
 
 Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, const int32_t* targets, bool training,

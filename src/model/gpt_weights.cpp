@@ -8,22 +8,32 @@ namespace gpt {
 namespace {
 
 // Walks the list of parameters twice: first declaring each one (name, shape, init), then, once
-// the store is finalized, reading each back by the same name. So the list exists once.
+// the store is finalized, reading each back by the same name. So the list exists once. Or, for a
+// size estimate, once, only adding up the shapes (in double: no config can overflow it).
 class WeightBinder {
  public:
-  WeightBinder(ParamStore& store, bool bias) : store_(store), bias_(bias) {}
+  WeightBinder(ParamStore& store, bool bias) : store_(&store), bias_(bias) {}
+  WeightBinder(ParameterSize& size, bool bias) : size_(&size), bias_(bias) {}
   void finish_declaring() {
-    store_.finalize();
+    store_->finalize();
     declaring_ = false;
     next_linear_ = 0;
   }
 
   Tensor param(const std::string& name, Shape shape, Init init) {
-    if (declaring_) {
-      store_.add(name, shape, init);
+    if (size_) {
+      double n = 1;
+      for (int i = 0; i < shape.rank; ++i) n *= static_cast<double>(shape.dims[i]);
+      constexpr double kPad = kAlignment / sizeof(float);  // the store pads each parameter to 64 bytes
+      size_->parameters += n;
+      size_->padded_floats += std::ceil(n / kPad) * kPad;
       return {};
     }
-    return store_.tensor(name);
+    if (declaring_) {
+      store_->add(name, shape, init);
+      return {};
+    }
+    return store_->tensor(name);
   }
   NormWeights norm(const std::string& prefix, int64_t C) {
     return {param(prefix + ".weight", Shape{C}, Init::ones()), optional_bias(prefix + ".bias", C)};
@@ -39,7 +49,8 @@ class WeightBinder {
     return bias_ ? param(name, Shape{n}, Init::zeros()) : Tensor{};
   }
 
-  ParamStore& store_;
+  ParamStore* store_ = nullptr;
+  ParameterSize* size_ = nullptr;
   bool bias_;
   bool declaring_ = true;
   int next_linear_ = 0;
@@ -76,6 +87,13 @@ std::vector<const LinearWeights*> GptWeights::linears() const {
     for (const LinearWeights* l : {&b.c_attn, &b.attn_proj, &b.c_fc, &b.mlp_proj}) all.push_back(l);
   all.push_back(&lm_head);
   return all;
+}
+
+ParameterSize gpt_parameter_size(const GptConfig& config) {
+  ParameterSize size;
+  WeightBinder count(size, config.bias);
+  list_weights(count, config);
+  return size;
 }
 
 GptWeights declare_gpt_weights(ParamStore& store, const GptConfig& config) {

@@ -36,6 +36,14 @@ struct GptWeights {
   std::vector<const LinearWeights*> linears() const;
 };
 
+// What the parameters of a config take, from the same list, without allocating anything; in
+// double, so that no config overflows it.
+struct ParameterSize {
+  double parameters = 0;     // trainable values
+  double padded_floats = 0;  // in the store's layout (each parameter padded to 64 bytes)
+};
+ParameterSize gpt_parameter_size(const GptConfig& config);
+
 // Declares every parameter in `store` (which must not be finalized yet) under its nanoGPT name,
 // finalizes it, and returns the weights as views into it.
 GptWeights declare_gpt_weights(ParamStore& store, const GptConfig& config);

@@ -73,8 +73,10 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
 // LayerNorm over the last axis with eps 1e-5 (PyTorch's default); bias may be absent.
 Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);
 
-// Exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's nn.GELU() default, not the tanh form).
-Tensor gelu(Graph& g, const Tensor& x);
+// act(x), elementwise (kernels/activation.h). gelu: the exact GELU, 0.5 x (1 + erf(x / sqrt 2))
+// (PyTorch's nn.GELU() default, not the tanh form).
+Tensor activate(Graph& g, const Tensor& x, Activation act);
+inline Tensor gelu(Graph& g, const Tensor& x) { return activate(g, x, Activation::gelu); }
 
 // Causal multi-head self-attention over packed projections.
 // qkv: [B, T, 3C] holding q | k | v, each split into n_head heads of size C / n_head.
@@ -89,7 +91,7 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
 
 // residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
 // keeping neither act(x) nor the projection. Same values and the same Rng draws as
-// add(residual, dropout(linear(act(x), weight, bias), p, rng, training)).
+// add(residual, dropout(linear(activate(x, act), weight, bias), p, rng, training)).
 Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
                            const Tensor& bias, float dropout_p, Rng& rng, bool training, Dtype inputs = Dtype::float32);
 

@@ -1,5 +1,6 @@
 // residual_projection: residual + dropout(act(x) W^T + b), how each half of a Transformer block
-// ends (attention's c_proj with act = identity, the MLP's c_proj with act = GELU).
+// ends (attention's c_proj with act = identity, the MLP's c_proj with act = GELU). act goes
+// through kernels/activation.h both ways; only the identity skips the kernels (and the buffer).
 // As a composition this keeps act(x) (4C wide in the MLP), the projection, and the projection
 // after dropout, all for the whole step. Fused, the projection is written into the output and
 // dropout plus the residual add are applied in place; act(x) lives in a borrowed buffer while
@@ -29,9 +30,9 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
   Tensor out = g.make(residual.shape, detail::any_grad(residual, x, weight) || bias.requires_grad());
   {
     const float* input = x.data;
-    Borrowed activated(g, act == Activation::gelu ? static_cast<std::size_t>(n_in) : 0);
-    if (act == Activation::gelu) {
-      gelu_forward(x.data, activated.data(), n_in);
+    Borrowed activated(g, is_identity(act) ? 0 : static_cast<std::size_t>(n_in));
+    if (!is_identity(act)) {
+      activation_forward(act, x.data, activated.data(), n_in);
       input = activated.data();
     }
     detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features, inputs);
@@ -53,31 +54,31 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       // d(projection): the output's gradient through the dropout mask, in place (nothing reads
       // the output's gradient after this op).
       mask.apply_in_place(dy, n);
-      if (act == Activation::none) {
+      if (is_identity(act)) {
         detail::linear_backward(x.data, weight.data, dy, x.grad_accumulator(), weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features, inputs);
         return;
       }
       {
         Borrowed activated(*graph, static_cast<std::size_t>(n_in));
-        gelu_forward(x.data, activated.data(), n_in);
+        activation_forward(act, x.data, activated.data(), n_in);
         detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features, inputs);
       }
       if (!x.requires_grad()) return;
-      // d(GELU(x)) = dy W, then through GELU'. When x has no gradient yet (the MLP's hidden layer
+      // d(act(x)) = dy W, then through act'. When x has no gradient yet (the MLP's hidden layer
       // feeds only this op), that product is computed in x's own gradient buffer, which takes the
-      // place GELU(x) just gave back: one hidden-sized buffer alive here instead of two.
+      // place act(x) just gave back: one hidden-sized buffer alive here instead of two.
       if (!x.grad() && x.grad_slot->pool) {
         float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false, inputs);
-        gelu_backward_in_place(x.data, dx, n_in);
+        activation_backward(act, x.data, dx, dx, n_in, GradWrite::overwrite);
         return;
       }
       Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
       gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false,
            inputs);
-      gelu_backward(x.data, d_activated.data(), x.grad_accumulator(), n_in);
+      activation_backward(act, x.data, d_activated.data(), x.grad_accumulator(), n_in);
     });
   }
   return out;

@@ -214,7 +214,7 @@ class Generator::StepExecutor {
       wait_for(x, stride > 1 ? -1 : rows);
       const Range own = my_share(rows, 1);
       const float* input = in.data;
-      if (act != Activation::none) {
+      if (!is_identity(act)) {
         activation_forward(act, in.data + own.begin * width, b_.activated + own.begin * width, own.size() * width);
         input = b_.activated;
       }
@@ -223,7 +223,7 @@ class Generator::StepExecutor {
       return {x_out, rows, Share::rows, epoch_, {}};
     }
     const float* input = in.data;
-    if (act != Activation::none) {
+    if (!is_identity(act)) {
       activate_own_part(act, in, width);
       input = b_.activated;
     }

@@ -40,8 +40,7 @@ constexpr auto eval_keys() {
 template <class Record, std::size_t N>
 nlohmann::ordered_json write(const char* type, const Record& record, const std::array<Key<Record>, N>& keys) {
   nlohmann::ordered_json j = {{kType, type}};
-  for (const Key<Record>& key : keys)
-    std::visit([&](auto member) { j[key.name] = record.*member; }, key.member);
+  for (const Key<Record>& key : keys) std::visit([&](auto member) { j[key.name] = record.*member; }, key.member);
   return j;
 }
 

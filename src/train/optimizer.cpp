@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
+#include "core/memory.h"
 #include "kernels/fast_math.h"
 #include "kernels/parallel.h"
 #include "train/train_config.h"
@@ -11,6 +13,17 @@
 namespace gpt {
 
 namespace {
+
+// A state buffer of zeros for `shard`; when it cannot be had, the error says whose it is.
+AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer) {
+  try {
+    return AlignedBuffer<float>(static_cast<std::size_t>(shard.size()));
+  } catch (const AllocationFailure& e) {
+    throw AllocationFailure(e.bytes(), std::string(optimizer) +
+                                           "'s state (buffers as large as the parameters, which grow with n_layer "
+                                           "and n_embd)");
+  }
+}
 
 // PyTorch's single-tensor AdamW update, elementwise (vectorised; the same bits on every clone).
 GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1,
@@ -59,8 +72,8 @@ void update_each_parameter(const ParamStore& params, StoreRange shard, double lr
 AdamW::AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard)
     : Optimizer(params, shard),
       settings_(settings),
-      m_(static_cast<std::size_t>(shard.size())),
-      v_(static_cast<std::size_t>(shard.size())) {}
+      m_(state_buffer(shard, "AdamW")),
+      v_(state_buffer(shard, "AdamW")) {}
 
 void AdamW::step(double lr) {
   ++step_;
@@ -83,7 +96,7 @@ void AdamW::step(double lr) {
 }
 
 Lion::Lion(ParamStore& params, LionSettings settings, StoreRange shard)
-    : Optimizer(params, shard), settings_(settings), m_(static_cast<std::size_t>(shard.size())) {}
+    : Optimizer(params, shard), settings_(settings), m_(state_buffer(shard, "Lion")) {}
 
 void Lion::step(double lr) {
   ++step_;

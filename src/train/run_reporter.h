@@ -5,7 +5,7 @@
 
 #include <cstdint>
 #include <fstream>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 
 #include "train/progress.h"

@@ -100,8 +100,8 @@ class RunSetup {
     const std::string source = kind_ == InitKind::resume ? model_path(c.out_dir) : c.init_from.checkpoint;
     const Vocab vocab = Vocab::from_json(j["vocab"].get<std::string>(), source);
     if (kind_ == InitKind::resume) {
-      parts_.data->use_vocab(
-          vocab, "cannot resume: the vocabulary of " + c.data_path + " differs from the one in " + source);
+      parts_.data->use_vocab(vocab,
+                             "cannot resume: the vocabulary of " + c.data_path + " differs from the one in " + source);
       return;
     }
     GptConfig architecture = GptConfig::from_json(j["model"], source);
@@ -165,7 +165,7 @@ class RunSetup {
   const std::atomic<int>* stop_signal_;
   const InitKind kind_;
   RunParts parts_;
-  std::unique_ptr<LoadedModel> base_;            // rank 0, during setup: the checkpoint the run continues
+  std::unique_ptr<LoadedModel> base_;          // rank 0, during setup: the checkpoint the run continues
   std::vector<AlignedBuffer<float>> resumed_;  // rank 0, resume: the whole optimizer state loaded
   int64_t resumed_step_ = 0;
 };

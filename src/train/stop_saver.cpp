@@ -45,8 +45,7 @@ void StopSaver::wait_and_save() {
   try {
     save_(snapshot_);
     last_saved_iter_ = completed;
-    spdlog::warn("stop requested: saved the state after iteration {}; finishing the current iteration",
-                 completed - 1);
+    spdlog::warn("stop requested: saved the state after iteration {}; finishing the current iteration", completed - 1);
   } catch (const UserError& e) {
     spdlog::error("stop requested, but the checkpoint could not be saved: {}", e.what());
   }

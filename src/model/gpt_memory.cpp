@@ -1,0 +1,56 @@
+#include "model/gpt_memory.h"
+
+#include <cstdio>
+#include <iterator>
+
+#include "core/memory.h"
+#include "model/gpt_weights.h"
+
+namespace gpt {
+
+namespace {
+
+// "10.7 M", "288.0 T": a count for people.
+std::string count_label(double n) {
+  static const char* const units[] = {"", " thousand", " million", " billion", " trillion", " quadrillion"};
+  std::size_t unit = 0;
+  while (n >= 1000 && unit + 1 < std::size(units)) n /= 1000, ++unit;
+  char text[48];
+  std::snprintf(text, sizeof text, unit == 0 ? "%.0f%s" : "%.1f%s", n, units[unit]);
+  return text;
+}
+
+std::string setting(const char* name, int64_t value) { return std::string(name) + " " + std::to_string(value); }
+
+}  // namespace
+
+GptMemory estimate_gpt_memory(const GptConfig& c) {
+  GptMemory memory;
+  const ParameterSize size = gpt_parameter_size(c);
+  memory.parameters = size.parameters;
+  memory.weight_bytes = size.padded_floats * sizeof(float);
+  // Per token, what a training step keeps in the arena (tests/test_model.cpp bounds it): per layer
+  // about 10 values of width n_embd (the residual stream twice, q|k|v, the attention output, the
+  // MLP's hidden layer), about 16 more for the embeddings, the final norm and the gradients
+  // backward is working on, and the logits with their gradient and probabilities.
+  const auto L = static_cast<double>(c.n_layer), C = static_cast<double>(c.n_embd),
+             V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size);
+  memory.activation_bytes = T * ((10 * L + 16) * C + 3 * V) * sizeof(float);
+  return memory;
+}
+
+std::string gpt_memory_message(const GptConfig& c, const GptMemory& memory) {
+  const double available = static_cast<double>(system_memory_bytes());
+  return "the model does not fit in memory: " + setting("n_layer", c.n_layer) + ", " + setting("n_embd", c.n_embd) +
+         ", " + setting("vocab_size", c.vocab_size) + " and " + setting("block_size", c.block_size) + " make " +
+         count_label(memory.parameters) + " parameters, whose values and gradients need " +
+         byte_size(memory.model_bytes()) +
+         (available > 0 ? "; this machine has " + byte_size(available) + " of RAM and swap" : std::string()) +
+         ". Training also needs " + byte_size(memory.optimizer_bytes()) +
+         " of optimizer state (AdamW; half with Lion) and about " + byte_size(memory.activation_bytes) +
+         " of activations per sequence (block_size tokens; times batch_size per step). The parameters grow as "
+         "12 n_layer n_embd^2 + (vocab_size + block_size) n_embd, the activations as batch_size block_size "
+         "((10 n_layer + 16) n_embd + 3 vocab_size): reduce n_embd or n_layer.";
+}
+
+}  // namespace gpt
