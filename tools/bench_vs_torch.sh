@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Ours against PyTorch (nanoGPT's code, Debian's python3-torch) on this machine, measured in one
-# run, and our GEMM against OpenBLAS. Prints a Markdown table with ratios (the README's
-# Performance section). Needs root for the first apt-get of python3-torch and libopenblas-dev.
+# run, and our GEMM against OpenBLAS. Prints a Markdown table with ratios (as in
+# docs/benchmarks.md). Needs root for the first apt-get of python3-torch and libopenblas-dev.
 #   tools/bench_vs_torch.sh [--quick]     --quick skips the full CPU-recipe runs (about 6 minutes)
 #   tools/bench_vs_torch.sh --training    only the training rows (float32 and bfloat16) and the GEMMs
 set -euo pipefail
