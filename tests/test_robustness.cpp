@@ -63,10 +63,15 @@ class Robustness : public ::testing::Test {
     std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     return all.find(text) != std::string::npos;
   }
+  // Waits up to 120 s (sanitizer builds on a busy machine start slowly); a log that never says
+  // `text` fails the test there, with the log.
   static void wait_for_log(const std::string& path, const std::string& text) {
-    // Up to 30 s: sanitizer builds start slowly.
-    for (int i = 0; i < 15000 && !log_contains(path, text); ++i)
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (!log_contains(path, text)) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
+          << "\"" << text << "\" not in " << path << " after 120 s:\n" << read_whole_file(path);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
   }
 };
 
@@ -82,7 +87,7 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
                        dir.file("killed.log"));
     // Once it has written its first checkpoint (so it is in the save-every-iteration loop), kill
     // it at a random moment.
-    wait_for_log(dir.file("killed.log"), "saved checkpoint");
+    ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("killed.log"), "saved checkpoint"));
     std::this_thread::sleep_for(std::chrono::microseconds(rng.below(80000)));
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
@@ -103,7 +108,7 @@ TEST_F(Robustness, SigintSavesAndResumeEqualsTheUninterruptedRun) {
   ASSERT_EQ(uninterrupted.wait(), 0);
 
   ChildProcess interrupted(train_args(split, 30), dir.file("split.log"));
-  wait_for_log(dir.file("split.log"), "iter 12:");
+  ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("split.log"), "iter 12:"));
   interrupted.signal(SIGINT);
   ASSERT_EQ(interrupted.wait(), 130);
   EXPECT_TRUE(log_contains(dir.file("split.log"), "interrupted after iteration"));
@@ -116,7 +121,7 @@ TEST_F(Robustness, SigintSavesAndResumeEqualsTheUninterruptedRun) {
 TEST_F(Robustness, SigtermExits143WithACheckpoint) {
   const std::string out = dir.file("term");
   ChildProcess child(train_args(out, 100000), dir.file("term.log"));
-  wait_for_log(dir.file("term.log"), "iter 3:");
+  ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("term.log"), "iter 3:"));
   child.signal(SIGTERM);
   EXPECT_EQ(child.wait(), 143);
   EXPECT_NO_THROW(load_model(out));

@@ -2,8 +2,9 @@
 // (and at max_iters), save when val loss improves (or always), gradient accumulation, global-norm
 // clipping, warmup + cosine schedule; a time budget (max_time) and early stopping (patience).
 // Logs through spdlog, writes out_dir/config.json, out_dir/metrics.jsonl and the checkpoint (see
-// io/checkpoint.h). An iteration is one optimizer update; "iter N" in the log is iteration N,
-// counted from 0, and an evaluation at N comes before iteration N trains.
+// io/checkpoint.h). An iteration is one optimizer update, counted from 0. The log keeps nanoGPT's
+// two line kinds: "iter N: loss ..." after iteration N trained, and "step N: train loss ..., val
+// loss ..." for the evaluation at N, which comes before iteration N trains.
 #pragma once
 
 #include <atomic>
