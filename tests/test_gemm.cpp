@@ -1,23 +1,34 @@
 // The gemm kernel against a plain double-precision reference on odd shapes, in all four
-// transpose forms, with and without accumulation; the portable and AVX2 paths bit for bit; and
-// thread-count independence. The same for bfloat16 inputs, against a reference of the rounded
-// inputs, and the emulation of VDPBF16PS against the instruction.
+// transpose forms, with and without accumulation; every kernel this CPU can run against every
+// other bit for bit (float32 and bfloat16; gemm, prepacked and column-split products, the one-row
+// path); thread-count independence; kernels forced per thread, and products on two threads at
+// once. For bfloat16 inputs also a reference of the rounded inputs and the emulation of VDPBF16PS
+// against the instruction.
 #include <gtest/gtest.h>
 #include <immintrin.h>
 
+#include <atomic>
 #include <cfloat>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
+#include <string_view>
+#include <thread>
 #include <vector>
 
+#include "core/check.h"
 #include "core/rng.h"
 #include "kernels/bfloat16.h"
+#include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "same_bits.h"
 #include "thread_count.h"
 
 namespace gpt {
 namespace {
+
+using testing::same_bits;
 
 std::vector<float> random_vector(int64_t n, uint64_t seed) {
   Rng rng(seed);
@@ -74,73 +85,224 @@ TEST(GemmBfloat16, MatchesReferenceOfRoundedInputsOnOddShapes) {
   const Case c{4, 4, 64};
   auto A = random_vector(c.M * c.K, 1), B = random_vector(c.K * c.N, 2);
   const std::vector<float> zeros(c.M * c.N, 0.0f);
-  EXPECT_NE(run(false, false, c, A, B, zeros, false, Dtype::bfloat16), run(false, false, c, A, B, zeros, false));
+  EXPECT_FALSE(
+      same_bits(run(false, false, c, A, B, zeros, false, Dtype::bfloat16), run(false, false, c, A, B, zeros, false)));
 }
 
-TEST(Gemm, PortablePathIsBitIdenticalToSimdPath) {
-  for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}}) {
-    auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb) {
-        auto fast = run(ta, tb, c, A, B, C0, true);
-        gemm_force_portable(true);
-        auto portable = run(ta, tb, c, A, B, C0, true);
-        gemm_force_portable(false);
-        ASSERT_EQ(fast, portable) << "kernel " << gemm_kernel_name() << " M=" << c.M;
-      }
+std::string describe(const char* kernel, const Case& c, int ta, int tb, int acc) {
+  return std::string(kernel) + " " + std::to_string(c.M) + "x" + std::to_string(c.N) + "x" + std::to_string(c.K) +
+         " ta=" + std::to_string(ta) + " tb=" + std::to_string(tb) + " acc=" + std::to_string(acc);
+}
+
+TEST(Gemm, KernelListsHoldWhatThisCpuRuns) {
+  const auto has = [](Dtype inputs, std::string_view name) {
+    for (const char* kernel : gemm_kernels(inputs))
+      if (name == kernel) return true;
+    return false;
+  };
+  const CpuFeatures& cpu = cpu_features();
+  EXPECT_EQ(has(Dtype::float32, "avx512"), cpu.avx512f);
+  EXPECT_EQ(has(Dtype::float32, "avx2-fma"), cpu.avx2 && cpu.fma);
+  EXPECT_TRUE(has(Dtype::float32, "portable"));
+  EXPECT_EQ(has(Dtype::bfloat16, kVdpbf16psKernel), cpu.avx512bf16);
+  EXPECT_EQ(has(Dtype::bfloat16, "avx512-fma-bf16"), cpu.avx512f);
+  EXPECT_EQ(has(Dtype::bfloat16, "avx2-fma-bf16"), cpu.avx2 && cpu.fma);
+  EXPECT_TRUE(has(Dtype::bfloat16, "portable-bf16"));
+  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16}) {
+    bool automatic_listed = false;
+    for (const char* kernel : gemm_kernels(inputs))
+      automatic_listed |= std::string_view(gemm_kernel_name(inputs)) == kernel;
+    EXPECT_TRUE(automatic_listed) << gemm_kernel_name(inputs);
   }
 }
 
-TEST(Gemm, PrepackedMatrixGivesTheSameBits) {
-  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 300}, Case{130, 33, 513}})
-    for (int tb = 0; tb < 2; ++tb) {
-      auto A = random_vector(c.M * c.K, 9), B = random_vector(c.K * c.N, 10), C0 = random_vector(c.M * c.N, 11);
-      const auto expected = run(false, tb, c, A, B, C0, true);
-      const PackedMatrix packed(tb, c.K, c.N, B.data(), tb ? c.K : c.N);
-      auto C = C0;
-      gemm_prepacked(c.M, A.data(), c.K, packed, C.data(), c.N, true);
-      ASSERT_EQ(C, expected) << c.M << "x" << c.N << "x" << c.K << " tb=" << tb;
+// Every kernel of `inputs` on the shapes (all transposes, with and without accumulation) against
+// the portable kernel, bit for bit. Zero rows of A and signed zeros in C check the signs of zero.
+void expect_every_kernel_gives_the_same_bits(Dtype inputs, const std::vector<Case>& cases, float scale) {
+  const std::vector<const char*> kernels = gemm_kernels(inputs);
+  ASSERT_GE(kernels.size(), 2u) << "expected a SIMD kernel besides the portable one";
+  for (const Case& c : cases) {
+    auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
+    for (auto* v : {&A, &B, &C0})
+      for (float& x : *v) x *= scale;
+    for (int64_t k = 0; k < c.K; ++k) A[k] = 0.0f;  // zero products
+    for (int64_t j = 0; j < c.N; j += 2) C0[j] = -0.0f;
+    for (int ta = 0; ta < 2; ++ta)
+      for (int tb = 0; tb < 2; ++tb)
+        for (int acc = 0; acc < 2; ++acc) {
+          std::vector<float> reference;
+          {
+            const ForcedKernelScope portable(inputs, kernels.back());
+            reference = run(ta, tb, c, A, B, C0, acc, inputs);
+          }
+          for (const char* kernel : kernels) {
+            const ForcedKernelScope forced(inputs, kernel);
+            ASSERT_TRUE(same_bits(run(ta, tb, c, A, B, C0, acc, inputs), reference))
+                << describe(kernel, c, ta, tb, acc);
+          }
+        }
+  }
+}
+
+// Odd shapes: partial row and column slivers, M = 1 (the one-row path for float32), K across
+// several K blocks (256 values for float32, 512 for bfloat16), K = 1, and a product large enough
+// for a parallel region.
+const std::vector<Case> kOddShapes = {{37, 45, 301}, {1, 45, 301},  {64, 96, 512}, {19, 40, 1101},
+                                      {5, 33, 1},    {13, 17, 300}, {130, 65, 260}};
+
+TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
+  expect_every_kernel_gives_the_same_bits(Dtype::float32, kOddShapes, 1.0f);
+}
+
+// A PackedMatrix product, whole and in column shares, has gemm()'s bits (the portable kernel's),
+// under every kernel of `inputs`; the matrix keeps the kernel it was packed for when another one is
+// forced later.
+void expect_prepacked_products_give_gemm_bits(Dtype inputs, const std::vector<Case>& cases) {
+  const std::vector<const char*> kernels = gemm_kernels(inputs);
+  for (const char* kernel : kernels)
+    for (const Case& c : cases)
+      for (int tb = 0; tb < 2; ++tb) {
+        SCOPED_TRACE(describe(kernel, c, 0, tb, 1));
+        auto A = random_vector(c.M * c.K, 9), B = random_vector(c.K * c.N, 10), C0 = random_vector(c.M * c.N, 11);
+        const auto expected = [&] {
+          const ForcedKernelScope portable(inputs, kernels.back());
+          return run(false, tb, c, A, B, C0, true, inputs);
+        }();
+        const ForcedKernelScope forced(inputs, kernel);
+        const PackedMatrix packed(tb, c.K, c.N, B.data(), tb ? c.K : c.N, inputs);
+        EXPECT_STREQ(packed.kernel_name(), kernel);
+        auto whole = C0;
+        gemm_prepacked(c.M, A.data(), c.K, packed, whole.data(), c.N, true);
+        ASSERT_TRUE(same_bits(whole, expected));
+        // Column shares of two slivers: partial row slivers and a ragged last column sliver.
+        auto pieces = C0;
+        for (int64_t j = 0; j < c.N; j += 2 * packed.nr())
+          gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N,
+                                 true);
+        ASSERT_TRUE(same_bits(pieces, expected));
+        const ForcedKernelScope other(inputs, kernels.front() == kernel ? kernels.back() : kernels.front());
+        auto later = C0;
+        gemm_prepacked(c.M, A.data(), c.K, packed, later.data(), c.N, true);
+        ASSERT_TRUE(same_bits(later, expected)) << "after forcing another kernel";
+      }
+}
+
+// M = 1 is absent for float32: its gemm() takes the one-row path, which sums in another order.
+TEST(Gemm, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
+  expect_prepacked_products_give_gemm_bits(
+      Dtype::float32, {{64, 384, 128}, {7, 65, 300}, {130, 33, 513}, {13, 130, 40}, {9, 70, 1101}});
+}
+
+TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemmOnEveryKernel) {
+  for (const char* kernel : gemm_kernels(Dtype::float32))
+    for (const Case c : {Case{1, 65, 128}, Case{1, 384, 37}, Case{1, 9, 3}}) {
+      SCOPED_TRACE(describe(kernel, c, 0, 1, 1));
+      const ForcedKernelScope forced(Dtype::float32, kernel);
+      auto a = random_vector(c.K, 15), B = random_vector(c.N * c.K, 16), C0 = random_vector(c.N, 17);
+      const auto expected = run(false, true, c, a, B, C0, true);
+      auto pieces = C0;
+      for (int64_t j = 0; j < c.N; j += 8)  // any split gives the same bits
+        row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K,
+                                    pieces.data() + j, true);
+      ASSERT_TRUE(same_bits(pieces, expected));
+      const std::vector<float> zeros(c.N, 0.0f);
+      ASSERT_TRUE(same_bits(run(false, true, c, a, B, zeros, false), run(false, true, c, a, B, zeros, true)));
     }
 }
 
-TEST(Gemm, ColumnSharesOfAPrepackedProductGiveItsBits) {
-  // Partial row slivers (M = 7, 13, 64) and a ragged last column sliver (N = 65).
-  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 300}, Case{13, 130, 40}}) {
-    auto A = random_vector(c.M * c.K, 12), B = random_vector(c.K * c.N, 13), C0 = random_vector(c.M * c.N, 14);
-    const PackedMatrix packed(true, c.K, c.N, B.data(), c.K);
-    auto whole = C0;
-    gemm_prepacked(c.M, A.data(), c.K, packed, whole.data(), c.N, true);
-    auto pieces = C0;
-    for (int64_t j = 0; j < c.N; j += 2 * packed.nr())
-      gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N,
-                             true);
-    ASSERT_EQ(pieces, whole) << c.M << "x" << c.N << "x" << c.K;
-  }
-}
-
-TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemm) {
-  for (const Case c : {Case{1, 65, 128}, Case{1, 384, 37}, Case{1, 9, 3}}) {
-    auto a = random_vector(c.K, 15), B = random_vector(c.N * c.K, 16), C0 = random_vector(c.N, 17);
-    const auto expected = run(false, true, c, a, B, C0, true);
-    auto pieces = C0;
-    for (int64_t j = 0; j < c.N; j += 8)  // any split gives the same bits
-      row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K,
-                                  pieces.data() + j, true);
-    ASSERT_EQ(pieces, expected) << c.N << "x" << c.K;
-    const std::vector<float> zeros(c.N, 0.0f);
-    ASSERT_EQ(run(false, true, c, a, B, zeros, false), run(false, true, c, a, B, zeros, true));
-  }
-}
-
-TEST(Gemm, ResultDoesNotDependOnThreadCount) {
+TEST(Gemm, ResultDoesNotDependOnThreadCountOnEveryKernel) {
   const Case c{300, 200, 260};
   auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8);
   std::vector<float> C0(c.M * c.N, 0.0f);
   for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16})
-    for (int ta = 0; ta < 2; ++ta) {
-      const auto product = [&] { return run(ta, true, c, A, B, C0, false, inputs); };
-      ASSERT_EQ(testing::on_threads(1, product), testing::on_threads(3, product)) << dtype_name(inputs);
+    for (const char* kernel : gemm_kernels(inputs))
+      for (int ta = 0; ta < 2; ++ta) {
+        const ForcedKernelScope forced(inputs, kernel);
+        const auto product = [&] { return run(ta, true, c, A, B, C0, false, inputs); };
+        ASSERT_TRUE(same_bits(testing::on_threads(1, product), testing::on_threads(3, product)))
+            << kernel << " ta=" << ta;
+      }
+}
+
+TEST(Gemm, ForcedKernelsArePerThreadAndScoped) {
+  const char* automatic = gemm_kernel_name(Dtype::float32);
+  const char* automatic_bf16 = gemm_kernel_name(Dtype::bfloat16);
+  {
+    const ForcedKernelScope portable(Dtype::float32, "portable");
+    EXPECT_STREQ(gemm_kernel_name(Dtype::float32), "portable");
+    EXPECT_EQ(gemm_vector_width(), 1);
+    EXPECT_STREQ(gemm_kernel_name(Dtype::bfloat16), automatic_bf16);
+    const char* elsewhere = nullptr;
+    std::thread([&] { elsewhere = gemm_kernel_name(Dtype::float32); }).join();
+    EXPECT_STREQ(elsewhere, automatic);
+    {
+      const ForcedKernelScope back(Dtype::float32, nullptr);
+      EXPECT_STREQ(gemm_kernel_name(Dtype::float32), automatic);
     }
+    EXPECT_STREQ(gemm_kernel_name(Dtype::float32), "portable");
+    const ForcedKernelScope bf16(Dtype::bfloat16, "portable-bf16");
+    EXPECT_STREQ(gemm_kernel_name(Dtype::bfloat16), "portable-bf16");
+    EXPECT_STREQ(gemm_kernel_name(Dtype::float32), "portable");
+  }
+  EXPECT_STREQ(gemm_kernel_name(Dtype::float32), automatic);
+  EXPECT_THROW(ForcedKernelScope(Dtype::float32, "no-such-kernel"), InternalError);
+  EXPECT_THROW(ForcedKernelScope(Dtype::float32, "portable-bf16"), InternalError);  // a bfloat16 kernel
+  EXPECT_STREQ(gemm_kernel_name(Dtype::float32), automatic);
+}
+
+// One thread's share of the concurrency test: products with their own forced kernels, each
+// checked against its bits computed alone.
+struct ThreadProducts {
+  struct Product {
+    Dtype inputs;
+    const char* kernel;
+    bool trans_a, trans_b;
+    Case shape;
+    std::vector<float> A, B, expected;
+  };
+  std::vector<Product> products;
+  int mismatches = 0;
+
+  void add(Dtype inputs, const char* kernel, bool trans_a, bool trans_b, Case shape, uint64_t seed) {
+    Product p{inputs,
+              kernel,
+              trans_a,
+              trans_b,
+              shape,
+              random_vector(shape.M * shape.K, seed),
+              random_vector(shape.K * shape.N, seed + 1),
+              {}};
+    const ForcedKernelScope forced(inputs, kernel);
+    p.expected = run(trans_a, trans_b, shape, p.A, p.B, std::vector<float>(shape.M * shape.N, 1.0f), false, inputs);
+    products.push_back(std::move(p));
+  }
+  void run_all(int rounds) {
+    for (int round = 0; round < rounds; ++round)
+      for (const Product& p : products) {
+        const ForcedKernelScope forced(p.inputs, p.kernel);
+        const std::vector<float> C0(p.shape.M * p.shape.N, static_cast<float>(round));  // overwritten
+        if (!same_bits(run(p.trans_a, p.trans_b, p.shape, p.A, p.B, C0, false, p.inputs), p.expected)) ++mismatches;
+      }
+  }
+};
+
+TEST(Gemm, ProductsOnTwoThreadsAtOnceGiveTheirBitsAlone) {
+  const auto f32 = gemm_kernels(Dtype::float32), bf16 = gemm_kernels(Dtype::bfloat16);
+  // Different kernels, dtypes, transposes (packed and in-place A) and sizes, so that each thread's
+  // scratch grows and its team runs while the other's does.
+  ThreadProducts first, second;
+  first.add(Dtype::float32, f32.front(), true, false, {97, 130, 300}, 30);
+  first.add(Dtype::bfloat16, bf16.back(), false, true, {40, 70, 700}, 32);
+  first.add(Dtype::float32, f32.front(), false, true, {1, 200, 90}, 34);
+  second.add(Dtype::bfloat16, bf16.front(), false, false, {120, 96, 600}, 40);
+  second.add(Dtype::float32, f32[f32.size() > 2 ? 1 : 0], false, false, {64, 300, 200}, 42);
+  second.add(Dtype::float32, f32.back(), true, true, {33, 45, 301}, 44);
+  std::thread a([&] { first.run_all(20); });
+  std::thread b([&] { second.run_all(20); });
+  a.join();
+  b.join();
+  EXPECT_EQ(first.mismatches, 0);
+  EXPECT_EQ(second.mismatches, 0);
 }
 
 float from_bits(uint32_t bits) {
@@ -193,7 +355,7 @@ float pair_steps(float acc, uint32_t a, uint32_t b) {
 }
 
 TEST(GemmBfloat16, ArithmeticIsTheInstructions) {
-  if (!__builtin_cpu_supports("avx512bf16")) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "this CPU has no AVX512_BF16";
   Rng rng(21);
   // Exponents spanning products that cancel, round, grow large, and fall to the subnormal range.
   const std::pair<uint32_t, uint32_t> ranges[] = {{96, 159}, {1, 60}, {120, 135}, {150, 185}};
@@ -215,45 +377,14 @@ TEST(GemmBfloat16, ArithmeticIsTheInstructions) {
 }
 
 TEST(GemmBfloat16, EveryKernelGivesTheSameBits) {
-  const std::vector<const char*> kernels = gemm_bfloat16_kernels();
-  ASSERT_GE(kernels.size(), 2u) << "expected a SIMD kernel besides the portable one";
+  expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kOddShapes, 1.0f);
   // Scaled by 1e-19 each, products fall around FLT_MIN: some sums are flushed, some not.
-  for (const float scale : {1.0f, 1e-19f})
-    for (const Case c : {Case{37, 45, 301}, Case{1, 45, 301}, Case{64, 96, 512}, Case{19, 40, 1101}, Case{5, 33, 1}}) {
-      auto A = random_vector(c.M * c.K, 4), B = random_vector(c.K * c.N, 5), C0 = random_vector(c.M * c.N, 6);
-      for (auto* v : {&A, &B, &C0})
-        for (float& x : *v) x *= scale;
-      for (int ta = 0; ta < 2; ++ta)
-        for (int tb = 0; tb < 2; ++tb)
-          for (int acc = 0; acc < 2; ++acc) {
-            const auto automatic = run(ta, tb, c, A, B, C0, acc, Dtype::bfloat16);
-            for (const char* kernel : kernels) {
-              gemm_force_bfloat16_kernel(kernel);
-              const auto forced = run(ta, tb, c, A, B, C0, acc, Dtype::bfloat16);
-              gemm_force_bfloat16_kernel(nullptr);
-              ASSERT_EQ(forced, automatic)
-                  << kernel << " " << c.M << "x" << c.N << "x" << c.K << " ta=" << ta << " tb=" << tb;
-              for (std::size_t i = 0; i < forced.size(); ++i) ASSERT_EQ(to_bits(forced[i]), to_bits(automatic[i]));
-            }
-          }
-    }
+  expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kOddShapes, 1e-19f);
 }
 
-TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBits) {
-  for (const Case c : {Case{64, 384, 128}, Case{7, 65, 301}, Case{9, 70, 1101}, Case{1, 130, 40}})
-    for (int tb = 0; tb < 2; ++tb) {
-      auto A = random_vector(c.M * c.K, 9), B = random_vector(c.K * c.N, 10), C0 = random_vector(c.M * c.N, 11);
-      const auto expected = run(false, tb, c, A, B, C0, true, Dtype::bfloat16);
-      const PackedMatrix packed(tb, c.K, c.N, B.data(), tb ? c.K : c.N, Dtype::bfloat16);
-      auto whole = C0;
-      gemm_prepacked(c.M, A.data(), c.K, packed, whole.data(), c.N, true);
-      ASSERT_EQ(whole, expected) << c.M << "x" << c.N << "x" << c.K << " tb=" << tb;
-      auto pieces = C0;
-      for (int64_t j = 0; j < c.N; j += 2 * packed.nr())
-        gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N,
-                               true);
-      ASSERT_EQ(pieces, expected) << c.M << "x" << c.N << "x" << c.K << " tb=" << tb;
-    }
+TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
+  expect_prepacked_products_give_gemm_bits(Dtype::bfloat16,
+                                           {{64, 384, 128}, {7, 65, 301}, {9, 70, 1101}, {1, 130, 40}});
 }
 
 }  // namespace

@@ -1,23 +1,36 @@
 // The small vector kernels: softmax rows (against double precision, and a causal row wider than
-// its values bit for bit against the row of just its values), fixed-lane sums, dropout masks
-// (every instruction set's loop against the definition, bit for bit), and the activations'
-// backward in each of its write modes.
+// its values bit for bit against the row of just its values), fixed-lane sums, layernorm rows and
+// dropout masks (every instruction set's path this CPU runs against the others, or against the
+// definition, bit for bit), and the activations' backward in each of its write modes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <limits>
 #include <vector>
 
 #include "core/rng.h"
 #include "kernels/activation.h"
+#include "kernels/cpu_features.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/lane_sum.h"
+#include "kernels/layernorm.h"
 #include "kernels/softmax_row.h"
+#include "same_bits.h"
 
 namespace gpt {
 namespace {
+
+using testing::same_bits;
+
+// The instruction sets this CPU runs: the baseline and, on any x86-64 CPU of the last decade, a
+// vector one.
+std::vector<VectorIsa> supported_isas() {
+  std::vector<VectorIsa> isas;
+  for (VectorIsa isa : kVectorIsas)
+    if (cpu_supports(isa)) isas.push_back(isa);
+  return isas;
+}
 
 std::vector<float> random_row(int64_t n, uint64_t seed, float scale) {
   Rng rng(seed);
@@ -48,9 +61,11 @@ TEST(ActivationKernels, BackwardWriteModesAgree) {
     activation_backward(act, x.data(), in_place.data(), in_place.data(), n, GradWrite::overwrite);
     activation_backward(act, x.data(), dy.data(), twice.data(), n);
     activation_backward(act, x.data(), dy.data(), twice.data(), n);
-    EXPECT_EQ(overwritten, accumulated);
-    EXPECT_EQ(in_place, accumulated);
-    for (int64_t i = 0; i < n; ++i) ASSERT_EQ(twice[i], accumulated[i] + accumulated[i]) << i;
+    EXPECT_TRUE(same_bits(overwritten, accumulated));
+    EXPECT_TRUE(same_bits(in_place, accumulated));
+    std::vector<float> doubled(n);
+    for (int64_t i = 0; i < n; ++i) doubled[i] = accumulated[i] + accumulated[i];
+    EXPECT_TRUE(same_bits(twice, doubled));
   }
 }
 
@@ -76,7 +91,58 @@ TEST(SoftmaxRow, WiderRowIsTheSoftmaxOfItsFirstValuesThenZeros) {
       softmax_row(plain.data(), n, n, 0.5f);
       for (int64_t j = n; j < width; ++j) plain[j] = 0.0f;
       softmax_row(wide.data(), n, width, 0.5f);
-      ASSERT_EQ(wide, plain) << "n " << n << " width " << width;
+      ASSERT_TRUE(same_bits(wide, plain)) << "n " << n << " width " << width;
+    }
+}
+
+TEST(SoftmaxRow, EveryInstructionSetGivesTheSameBits) {
+  for (int64_t n : {1, 7, 16, 17, 63, 64, 65, 300})
+    for (int64_t width : {n, n + 9, (n + 15) / 16 * 16}) {
+      const std::vector<float> x = random_row(width, static_cast<uint64_t>(2000 + n), 4.0f);
+      std::vector<float> reference = x;
+      {
+        const ForcedVectorIsaScope baseline(VectorIsa::baseline);
+        softmax_row(reference.data(), n, width, 0.37f);
+      }
+      for (VectorIsa isa : supported_isas()) {
+        const ForcedVectorIsaScope forced(isa);
+        std::vector<float> row = x;
+        softmax_row(row.data(), n, width, 0.37f);
+        ASSERT_TRUE(same_bits(row, reference)) << vector_isa_name(isa) << " n " << n << " width " << width;
+      }
+    }
+}
+
+TEST(Layernorm, EveryInstructionSetGivesTheSameBits) {
+  for (int64_t C : {1, 15, 16, 17, 64, 65, 384})
+    for (bool bias : {false, true}) {
+      const int64_t rows = 97;  // enough for a parallel region at C = 384
+      const auto x = random_row(rows * C, 1, 2.0f), w = random_row(C, 2, 1.0f), b = random_row(C, 3, 1.0f);
+      const auto dy = random_row(rows * C, 4, 1.0f), dx0 = random_row(rows * C, 5, 1.0f);
+      struct Result {
+        std::vector<float> y, mean, rstd, dx, dw, db;
+      };
+      const auto run = [&](VectorIsa isa) {
+        const ForcedVectorIsaScope forced(isa);
+        Result r{std::vector<float>(rows * C), std::vector<float>(rows),    std::vector<float>(rows), dx0,
+                 std::vector<float>(C, 0.5f),  std::vector<float>(C, -0.5f)};
+        layernorm_forward(x.data(), w.data(), bias ? b.data() : nullptr, r.y.data(), r.mean.data(), r.rstd.data(), rows,
+                          C);
+        layernorm_backward(x.data(), w.data(), r.mean.data(), r.rstd.data(), dy.data(), r.dx.data(), r.dw.data(),
+                           r.db.data(), rows, C);
+        return r;
+      };
+      const Result reference = run(VectorIsa::baseline);
+      for (VectorIsa isa : supported_isas()) {
+        const Result r = run(isa);
+        const std::string where = std::string(vector_isa_name(isa)) + " C " + std::to_string(C);
+        EXPECT_TRUE(same_bits(r.y, reference.y)) << where;
+        EXPECT_TRUE(same_bits(r.mean, reference.mean)) << where;
+        EXPECT_TRUE(same_bits(r.rstd, reference.rstd)) << where;
+        EXPECT_TRUE(same_bits(r.dx, reference.dx)) << where;
+        EXPECT_TRUE(same_bits(r.dw, reference.dw)) << where;
+        EXPECT_TRUE(same_bits(r.db, reference.db)) << where;
+      }
     }
 }
 
@@ -91,9 +157,9 @@ TEST(LaneSum, IsAccurateAndUsesTheDocumentedOrder) {
   for (std::size_t j = 0; j < x.size(); ++j) lanes[j % 16] += x[j];
   for (int w = 8; w >= 1; w /= 2)
     for (int l = 0; l < w; ++l) lanes[l] += lanes[l + w];
-  EXPECT_EQ(sum, lanes[0]);
-  EXPECT_EQ(lane_max(static_cast<int64_t>(x.size()), [&](int64_t j) { return x[j]; }),
-            *std::max_element(x.begin(), x.end()));
+  EXPECT_TRUE(same_bits(sum, lanes[0]));
+  EXPECT_TRUE(same_bits(lane_max(static_cast<int64_t>(x.size()), [&](int64_t j) { return x[j]; }),
+                        *std::max_element(x.begin(), x.end())));
 }
 
 // The definition: splitmix64's output at step index + 1 from `seed`, its top 24 bits as a
@@ -103,18 +169,13 @@ bool kept_by_definition(uint64_t seed, uint64_t index, float p) {
   return static_cast<float>(z >> 40) * 0x1.0p-24f >= p;
 }
 
-bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
-}
-
 TEST(DropoutMaskKernel, EveryLoopGivesTheDefinitionsDecisionsBitForBit) {
   const std::vector<float> d = random_row(301, 5, 1.0f);
   std::vector<float> acc0 = random_row(301, 6, 1.0f);
   acc0[7] = -0.0f;  // a dropped element leaves the accumulator as it is, sign of zero included
-  int paths = 0;
-  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2, DropoutLoopPath::baseline}) {
-    if (!dropout_loop_supported(path)) continue;
-    ++paths;
+  ASSERT_GE(supported_isas().size(), 2u) << "the baseline and at least one vector loop";
+  for (VectorIsa isa : supported_isas()) {
+    const ForcedVectorIsaScope forced(isa);
     for (float p : {1e-7f, 0.1f, 0.2f, 1.0f / 3.0f, 0.5f, 0.9f, 0.9999f}) {
       for (uint64_t first : {uint64_t{0}, uint64_t{5}, (uint64_t{1} << 40) + 3}) {
         for (int64_t n : {0, 1, 3, 4, 5, 15, 16, 17, 64, 301}) {
@@ -127,11 +188,11 @@ TEST(DropoutMaskKernel, EveryLoopGivesTheDefinitionsDecisionsBitForBit) {
             if (kept) expected_acc[j] += d[j] * keys.keep_scale;
           }
           std::vector<float> out(n, 99.0f), in_place(d.begin(), d.begin() + n), acc(acc0.begin(), acc0.begin() + n);
-          dropout_range_on(path, false, keys, first, d.data(), out.data(), n);
-          dropout_range_on(path, false, keys, first, in_place.data(), in_place.data(), n);
-          dropout_range_on(path, true, keys, first, d.data(), acc.data(), n);
-          const std::string where = "path " + std::to_string(static_cast<int>(path)) + ", p " + std::to_string(p) +
-                                    ", first " + std::to_string(first) + ", n " + std::to_string(n);
+          dropout_apply_range(keys, first, d.data(), out.data(), n);
+          dropout_apply_range(keys, first, in_place.data(), in_place.data(), n);
+          dropout_accumulate_range(keys, first, d.data(), acc.data(), n);
+          const std::string where = std::string(vector_isa_name(isa)) + ", p " + std::to_string(p) + ", first " +
+                                    std::to_string(first) + ", n " + std::to_string(n);
           EXPECT_TRUE(same_bits(out, expected)) << where;
           EXPECT_TRUE(same_bits(in_place, expected)) << where;
           EXPECT_TRUE(same_bits(acc, expected_acc)) << where;
@@ -139,20 +200,19 @@ TEST(DropoutMaskKernel, EveryLoopGivesTheDefinitionsDecisionsBitForBit) {
       }
     }
   }
-  EXPECT_GE(paths, 2) << "the baseline and at least one vector loop";
 }
 
 // On the boundary: p equal to an element's own uniform number keeps it; the next float above drops it.
 TEST(DropoutMaskKernel, AnElementWhoseNumberEqualsPIsKept) {
   const uint64_t seed = 77, first = 9;
   const std::vector<float> ones(17, 1.0f);
-  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2, DropoutLoopPath::baseline}) {
-    if (!dropout_loop_supported(path)) continue;
+  for (VectorIsa isa : supported_isas()) {
+    const ForcedVectorIsaScope forced(isa);
     for (int64_t j = 0; j < 17; ++j) {
       const float own = static_cast<float>(dropout_hash_bits(seed, first + j)) * 0x1.0p-24f;
       for (float p : {own, std::nextafter(own, 1.0f)}) {
         std::vector<float> out(17);
-        dropout_range_on(path, false, dropout_keys(seed, p), first, ones.data(), out.data(), 17);
+        dropout_apply_range(dropout_keys(seed, p), first, ones.data(), out.data(), 17);
         EXPECT_EQ(out[j] != 0.0f, kept_by_definition(seed, first + j, p)) << j << " " << p;
         EXPECT_EQ(out[j] != 0.0f, p == own) << j << " " << p;
       }
@@ -169,7 +229,7 @@ TEST(DropoutMaskKernel, KeepsOneMinusPOfTheElements) {
     dropout_apply_range(keys, 0, ones.data(), out.data(), n);
     const double kept = static_cast<double>(std::count_if(out.begin(), out.end(), [](float v) { return v != 0.0f; }));
     EXPECT_NEAR(kept / n, 1.0 - p, 0.003) << p;  // about 6 standard deviations
-    EXPECT_EQ(*std::max_element(out.begin(), out.end()), keys.keep_scale);
+    EXPECT_TRUE(same_bits(*std::max_element(out.begin(), out.end()), keys.keep_scale));
   }
 }
 

@@ -68,8 +68,8 @@ class Robustness : public ::testing::Test {
   static void wait_for_log(const std::string& path, const std::string& text) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (!log_contains(path, text)) {
-      ASSERT_LT(std::chrono::steady_clock::now(), deadline)
-          << "\"" << text << "\" not in " << path << " after 120 s:\n" << read_whole_file(path);
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "\"" << text << "\" not in " << path << " after 120 s:\n"
+                                                            << read_whole_file(path);
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     }
   }

@@ -104,6 +104,5 @@ echo "GEMM, ours vs OpenBLAS cblas_sgemm, and ours with bfloat16 inputs against 
 echo
 echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt bfloat16 (kernel) | bfloat16 / its peak | VDPBF16PS kernel / its peak |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
-g++ -std=c++20 -O3 -fopenmp -ffp-contract=off -Isrc tools/gemm_bench.cpp src/kernels/gemm.cpp src/kernels/fma_probe.cpp \
-  src/core/check.cpp src/core/rng.cpp -lopenblas -o "$work/gemm_bench"
-OPENBLAS_NUM_THREADS=$(nproc) "$work/gemm_bench" | $py tools/gemm_table.py
+cmake --build build -j "$(nproc)" --target gemm_bench >&2
+OPENBLAS_NUM_THREADS=$(nproc) build/gemm_bench | $py tools/gemm_table.py

@@ -1,6 +1,7 @@
-// GEMM microbenchmark: our kernel (src/kernels/gemm.cpp) against OpenBLAS cblas_sgemm on the
+// GEMM microbenchmark: our kernel (src/kernels/gemm.h) against OpenBLAS cblas_sgemm on the
 // GPT models' shapes, in the three forms training uses, and our bfloat16-input kernel against the
-// measured bfloat16 peak. Benchmark only: OpenBLAS is never linked into gpt. Built and run by
+// measured bfloat16 peak. Benchmark only: OpenBLAS is never linked into gpt. Built on request
+// (cmake --build build --target gemm_bench, with libopenblas-dev installed) and run by
 // tools/bench_vs_torch.sh; prints one JSON object per line.
 #include <cblas.h>
 #include <omp.h>
@@ -50,11 +51,13 @@ int main() {
   const double fp32_peak = gpt::measure_peak_gflops(gpt::Dtype::float32, 1.0);
   const double bf16_peak = gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0);
   // VDPBF16PS itself, also where the automatic choice is FMA (it was measured slower there).
-  const auto kernels = gpt::gemm_bfloat16_kernels();
+  const auto kernels = gpt::gemm_kernels(gpt::Dtype::bfloat16);
   const bool has_vdpbf16ps = std::string(kernels.front()) == gpt::kVdpbf16psKernel;
-  gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? gpt::kVdpbf16psKernel : nullptr);
-  const double vdpbf16ps_peak = has_vdpbf16ps ? gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0) : 0.0;
-  gpt::gemm_force_bfloat16_kernel(nullptr);
+  const char* vdpbf16ps_kernel = has_vdpbf16ps ? gpt::kVdpbf16psKernel : nullptr;
+  const double vdpbf16ps_peak = [&] {
+    const gpt::ForcedKernelScope forced(gpt::Dtype::bfloat16, vdpbf16ps_kernel);
+    return has_vdpbf16ps ? gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0) : 0.0;
+  }();
   for (const Shape& s : shapes) {
     std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
     for (auto& x : A) x = static_cast<float>(rng.normal());
@@ -74,9 +77,10 @@ int main() {
       gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false, gpt::Dtype::bfloat16);
     };
     const double bf16 = median_seconds(bf16_product, reps);
-    gpt::gemm_force_bfloat16_kernel(has_vdpbf16ps ? gpt::kVdpbf16psKernel : nullptr);
-    const double vdpbf16ps = has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
-    gpt::gemm_force_bfloat16_kernel(nullptr);
+    const double vdpbf16ps = [&] {
+      const gpt::ForcedKernelScope forced(gpt::Dtype::bfloat16, vdpbf16ps_kernel);
+      return has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
+    }();
     std::printf(
         "{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
         "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "

@@ -4,6 +4,8 @@
 
 #include <cmath>
 
+#include "kernels/cpu_features.h"
+
 namespace gpt {
 
 namespace {
@@ -11,8 +13,7 @@ namespace {
 // The loops, inlined into one function per instruction set. AVX-512DQ has the 64-bit multiplies
 // the hash needs (vpmullq); AVX2 builds them from 32-bit ones.
 template <bool Accumulate>
-inline __attribute__((always_inline)) void dropout_loop(const DropoutKeys& keys, uint64_t first, const float* in,
-                                                        float* out, int64_t n) {
+GPT_ALWAYS_INLINE void dropout_loop(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
   const uint64_t seed = keys.seed;
   const uint32_t threshold = keys.threshold;
   const float scale = keys.keep_scale;
@@ -28,22 +29,22 @@ inline __attribute__((always_inline)) void dropout_loop(const DropoutKeys& keys,
 using DropoutLoop = void (*)(const DropoutKeys&, uint64_t, const float*, float*, int64_t);
 
 template <bool Accumulate>
-__attribute__((target("avx512f,avx512dq"))) void dropout_loop_avx512(const DropoutKeys& keys, uint64_t first,
-                                                                     const float* in, float* out, int64_t n) {
+GPT_TARGET_AVX512 void dropout_loop_avx512(const DropoutKeys& keys, uint64_t first, const float* in, float* out,
+                                           int64_t n) {
   dropout_loop<Accumulate>(keys, first, in, out, n);
 }
 // AVX2 has no 64-bit multiply and the compiler does not vectorise the hash on its own: four
 // elements at a time, each multiply built from three 32 x 32 -> 64-bit ones (the high product of
 // the high halves falls out of the low 64 bits).
-__attribute__((target("avx2"))) inline __m256i multiply_low64(__m256i a, __m256i b) {
+GPT_TARGET_AVX2 inline __m256i multiply_low64(__m256i a, __m256i b) {
   const __m256i cross =
       _mm256_add_epi64(_mm256_mul_epu32(_mm256_srli_epi64(a, 32), b), _mm256_mul_epu32(a, _mm256_srli_epi64(b, 32)));
   return _mm256_add_epi64(_mm256_mul_epu32(a, b), _mm256_slli_epi64(cross, 32));
 }
 
 template <bool Accumulate>
-__attribute__((target("avx2"))) void dropout_loop_avx2(const DropoutKeys& keys, uint64_t first, const float* in,
-                                                       float* out, int64_t n) {
+GPT_TARGET_AVX2 void dropout_loop_avx2(const DropoutKeys& keys, uint64_t first, const float* in, float* out,
+                                       int64_t n) {
   const __m256i increment = _mm256_set1_epi64x(static_cast<int64_t>(kSplitmixIncrement));
   const __m256i mix1 = _mm256_set1_epi64x(static_cast<int64_t>(0xBF58476D1CE4E5B9ull));
   const __m256i mix2 = _mm256_set1_epi64x(static_cast<int64_t>(0x94D049BB133111EBull));
@@ -79,37 +80,10 @@ void dropout_loop_baseline(const DropoutKeys& keys, uint64_t first, const float*
   dropout_loop<Accumulate>(keys, first, in, out, n);
 }
 
-bool cpu_has(DropoutLoopPath path) {
-  __builtin_cpu_init();
-  switch (path) {
-    case DropoutLoopPath::avx512:
-      return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq");
-    case DropoutLoopPath::avx2:
-      return __builtin_cpu_supports("avx2");
-    case DropoutLoopPath::baseline:
-      return true;
-  }
-  return false;
-}
-
 template <bool Accumulate>
-DropoutLoop loop_of(DropoutLoopPath path) {
-  switch (path) {
-    case DropoutLoopPath::avx512:
-      return dropout_loop_avx512<Accumulate>;
-    case DropoutLoopPath::avx2:
-      return dropout_loop_avx2<Accumulate>;
-    case DropoutLoopPath::baseline:
-      break;
-  }
-  return dropout_loop_baseline<Accumulate>;
-}
-
-template <bool Accumulate>
-DropoutLoop best_loop() {
-  for (DropoutLoopPath path : {DropoutLoopPath::avx512, DropoutLoopPath::avx2})
-    if (cpu_has(path)) return loop_of<Accumulate>(path);
-  return loop_of<Accumulate>(DropoutLoopPath::baseline);
+DropoutLoop loop() {
+  return vector_path<DropoutLoop>(vector_isa(), dropout_loop_avx512<Accumulate>, dropout_loop_avx2<Accumulate>,
+                                  dropout_loop_baseline<Accumulate>);
 }
 
 }  // namespace
@@ -120,20 +94,11 @@ DropoutKeys dropout_keys(uint64_t seed, float p) {
 }
 
 void dropout_apply_range(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
-  static const DropoutLoop loop = best_loop<false>();
-  loop(keys, first, in, out, n);
+  loop<false>()(keys, first, in, out, n);
 }
 
 void dropout_accumulate_range(const DropoutKeys& keys, uint64_t first, const float* d, float* acc, int64_t n) {
-  static const DropoutLoop loop = best_loop<true>();
-  loop(keys, first, d, acc, n);
-}
-
-bool dropout_loop_supported(DropoutLoopPath path) { return cpu_has(path); }
-
-void dropout_range_on(DropoutLoopPath path, bool accumulate, const DropoutKeys& keys, uint64_t first, const float* in,
-                      float* out, int64_t n) {
-  (accumulate ? loop_of<true>(path) : loop_of<false>(path))(keys, first, in, out, n);
+  loop<true>()(keys, first, d, acc, n);
 }
 
 }  // namespace gpt

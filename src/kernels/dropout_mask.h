@@ -2,8 +2,9 @@
 // when the top 24 bits of splitmix64's output at step index + 1 (from state `seed`) reach
 // `threshold` = ceil(p * 2^24), the integer form of "uniform [0, 1) >= p". Any element's
 // decision is computed directly, on any thread, so masks do not depend on the thread count.
-// The range kernels have an AVX-512, an AVX2 and a baseline loop, picked at run time; the hash is
-// integer arithmetic, so every loop gives the same decisions as dropout_kept.
+// The range kernels have an AVX-512, an AVX2 and a baseline loop, picked at run time on the calling
+// thread (kernels/cpu_features.h: VectorIsa); the hash is integer arithmetic, so every loop gives
+// the same decisions as dropout_kept.
 #pragma once
 
 #include <cstdint>
@@ -33,12 +34,5 @@ inline bool dropout_kept(const DropoutKeys& keys, uint64_t index) {
 void dropout_apply_range(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n);
 // acc[j] += d[j] * keep_scale where kept(first + j); acc[j] untouched where dropped.
 void dropout_accumulate_range(const DropoutKeys& keys, uint64_t first, const float* d, float* acc, int64_t n);
-
-// The instruction sets the range kernels have a loop for; the best one this CPU supports runs.
-// For tests: each loop by name, and whether this CPU can run it.
-enum class DropoutLoopPath { avx512, avx2, baseline };
-bool dropout_loop_supported(DropoutLoopPath path);
-void dropout_range_on(DropoutLoopPath path, bool accumulate, const DropoutKeys& keys, uint64_t first, const float* in,
-                      float* out, int64_t n);
 
 }  // namespace gpt

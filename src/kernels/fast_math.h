@@ -56,5 +56,7 @@ inline float fast_erf(float x) {
 }  // namespace gpt
 
 // Elementwise loops get AVX-512, AVX2 and baseline clones chosen at load time; without FMA
-// contraction all clones compute the same bits.
+// contraction all clones compute the same bits. The loader picks one clone for the process, so
+// tests can run only that one: kernels whose paths tests compare with each other are compiled per
+// VectorIsa instead (kernels/cpu_features.h).
 #define GPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))

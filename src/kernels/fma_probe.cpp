@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 
 namespace gpt {
@@ -60,7 +61,7 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains(long rounds) 
 }  // namespace
 
 double vdpbf16ps_speedup() {
-  if (!__builtin_cpu_supports("avx512bf16")) return 0.0;
+  if (!cpu_features().avx512bf16) return 0.0;
   auto best_seconds = [](auto chains) {
     chains(20000);  // warm up
     double best = 1e9;

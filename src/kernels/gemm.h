@@ -15,6 +15,10 @@
 // arithmetic of AVX512_BF16's VDPBF16PS (kernels/bfloat16.h): that instruction where the CPU has
 // it, an exact emulation elsewhere, the same bits on both and on any thread count. Every shape,
 // M = 1 included, takes the tiled path.
+//
+// Any thread may multiply at any time: a call's state (its kernel, its packed operands) belongs to
+// the calling thread. gemm.cpp is the blocked driver; kernels/gemm/ holds its parts: the packing,
+// one file per micro-kernel family, the dispatch among them, and the one-row path.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +36,8 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
 // op(B) packed once into the GEMM's internal layout, for a right-hand matrix that many products
 // reuse unchanged (inference weights): C[M,N] (+)= A[M,K] op(B), with A not transposed, then
 // skips the per-call packing. Results are the same bits as gemm()'s with the same `inputs`
-// (bfloat16: the weights are rounded once, here). Packed for the kernel active when it was built
-// (gemm_force_portable afterwards is an error).
+// (bfloat16: the weights are rounded once, here). Packed for the kernel the building thread
+// would run, which every product with it then runs, whatever is forced later.
 class PackedMatrix {
  public:
   PackedMatrix() = default;
@@ -65,23 +69,38 @@ void gemm_prepacked_columns(int64_t M, const float* A, int64_t lda, const Packed
 void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const float* B, int64_t ldb, float* c,
                                  bool accumulate);
 
-// Which micro-kernel gemm() uses, chosen from the CPU's features at run time: "avx512",
-// "avx2-fma" or "portable" for float32 inputs, one of gemm_bfloat16_kernels() for bfloat16;
-// and the float32 kernel's vector width in floats (1 for portable).
+// Which micro-kernel gemm() uses on the calling thread, chosen from the CPU's features at run time
+// (or forced): one of gemm_kernels(Dtype::float32) for float32 inputs ("avx512", "avx2-fma" or
+// "portable"), one of gemm_kernels(Dtype::bfloat16) for bfloat16; and the float32 kernel's vector
+// width in floats (1 for portable).
 const char* gemm_kernel_name(Dtype inputs = Dtype::float32);
 int gemm_vector_width();
 // For logs: the products' input format and the kernel that runs them (saying so when bfloat16 is
 // emulated, which is exact but slower than float32).
 std::string describe_matmul(Dtype inputs);
-// Forces the portable micro-kernels, float32 and bfloat16 (tests compare both paths bit for bit).
-void gemm_force_portable(bool force);
-// The bfloat16 kernels this CPU can run ("avx512-bf16": VDPBF16PS; "avx512-fma-bf16",
-// "avx2-fma-bf16": float32 FMAs on rounded inputs; "portable-bf16"), and forcing one of them
-// (nullptr: the automatic choice). All give the same bits.
-std::vector<const char*> gemm_bfloat16_kernels();
+// The kernels this CPU can run for `inputs`, the automatic choice's candidates fastest first. All
+// of one dtype give the same bits. float32: "avx512", "avx2-fma" (float32 FMAs), "portable".
+// bfloat16: "avx512-bf16" (VDPBF16PS), "avx512-fma-bf16", "avx2-fma-bf16" (float32 FMAs on rounded
+// inputs), "portable-bf16".
+std::vector<const char*> gemm_kernels(Dtype inputs);
 inline constexpr const char* kVdpbf16psKernel = "avx512-bf16";
 // Whether bfloat16 products run on VDPBF16PS now (else on FMAs).
 bool gemm_bfloat16_uses_vdpbf16ps();
-void gemm_force_bfloat16_kernel(const char* name);
+
+// Forces the kernel of `inputs`' products on the calling thread while in scope (tests, benchmarks),
+// then restores the previous choice; nullptr: the automatic choice. The product's OpenMP threads
+// run what the calling thread chose; other threads are not affected. `kernel` must be one of
+// gemm_kernels(inputs).
+class ForcedKernelScope {
+ public:
+  ForcedKernelScope(Dtype inputs, const char* kernel);
+  ~ForcedKernelScope();
+  ForcedKernelScope(const ForcedKernelScope&) = delete;
+  ForcedKernelScope& operator=(const ForcedKernelScope&) = delete;
+
+ private:
+  Dtype inputs_;
+  const char* saved_;
+};
 
 }  // namespace gpt

@@ -1,11 +1,14 @@
 #include "kernels/softmax_row.h"
 
+#include "kernels/cpu_features.h"
 #include "kernels/fast_math.h"
 #include "kernels/lane_sum.h"
 
 namespace gpt {
 
-GPT_VECTOR_CLONES void softmax_row(float* row, int64_t n, int64_t width, float scale) {
+namespace {
+
+GPT_ALWAYS_INLINE void softmax_row_body(float* row, int64_t n, int64_t width, float scale) {
   // Positions n .. width-1 take part as row[0] (max: it never wins) and 0 (exp, sum): whole
   // vectors without remainder loops, and the same bits as the softmax of the first n values
   // alone (adding exact zeros to a lane changes nothing). max(scale * x) = scale * max(x) for
@@ -14,6 +17,20 @@ GPT_VECTOR_CLONES void softmax_row(float* row, int64_t n, int64_t width, float s
   for (int64_t j = 0; j < width; ++j) row[j] = j < n ? fast_exp(row[j] * scale - max) : 0.0f;
   const float inv = 1.0f / lane_sum(width, [row](int64_t j) { return row[j]; });
   for (int64_t j = 0; j < width; ++j) row[j] *= inv;
+}
+
+GPT_TARGET_AVX512 void softmax_row_avx512(float* row, int64_t n, int64_t width, float scale) {
+  softmax_row_body(row, n, width, scale);
+}
+GPT_TARGET_AVX2 void softmax_row_avx2(float* row, int64_t n, int64_t width, float scale) {
+  softmax_row_body(row, n, width, scale);
+}
+void softmax_row_baseline(float* row, int64_t n, int64_t width, float scale) { softmax_row_body(row, n, width, scale); }
+
+}  // namespace
+
+void softmax_row(float* row, int64_t n, int64_t width, float scale) {
+  vector_path(vector_isa(), softmax_row_avx512, softmax_row_avx2, softmax_row_baseline)(row, n, width, scale);
 }
 
 }  // namespace gpt

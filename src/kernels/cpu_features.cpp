@@ -1,0 +1,72 @@
+#include "kernels/cpu_features.h"
+
+#include "core/check.h"
+
+namespace gpt {
+
+namespace {
+
+CpuFeatures detect() {
+  __builtin_cpu_init();
+  CpuFeatures f;
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512dq = __builtin_cpu_supports("avx512dq");
+  f.avx512bf16 = f.avx512f && __builtin_cpu_supports("avx512bf16");
+  return f;
+}
+
+VectorIsa best_vector_isa() {
+  for (VectorIsa isa : kVectorIsas)
+    if (cpu_supports(isa)) return isa;
+  return VectorIsa::baseline;
+}
+
+thread_local const VectorIsa* t_forced_isa = nullptr;
+
+}  // namespace
+
+const CpuFeatures& cpu_features() {
+  static const CpuFeatures features = detect();
+  return features;
+}
+
+const char* vector_isa_name(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::avx512:
+      return "avx512";
+    case VectorIsa::avx2:
+      return "avx2";
+    case VectorIsa::baseline:
+      break;
+  }
+  return "baseline";
+}
+
+bool cpu_supports(VectorIsa isa) {
+  switch (isa) {
+    case VectorIsa::avx512:
+      return cpu_features().avx512f && cpu_features().avx512dq;
+    case VectorIsa::avx2:
+      return cpu_features().avx2;
+    case VectorIsa::baseline:
+      break;
+  }
+  return true;
+}
+
+VectorIsa vector_isa() {
+  if (t_forced_isa) return *t_forced_isa;
+  static const VectorIsa best = best_vector_isa();
+  return best;
+}
+
+ForcedVectorIsaScope::ForcedVectorIsaScope(VectorIsa isa) : saved_(t_forced_isa), isa_(isa) {
+  GPT_CHECK(cpu_supports(isa), "this CPU cannot run the forced instruction set");
+  t_forced_isa = &isa_;
+}
+
+ForcedVectorIsaScope::~ForcedVectorIsaScope() { t_forced_isa = saved_; }
+
+}  // namespace gpt

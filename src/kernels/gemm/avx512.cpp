@@ -1,0 +1,88 @@
+// The AVX-512 family: a 12 x 32 tile in 24 zmm accumulators, and its float32-rounded-to-bfloat16
+// form (bfloat16 inputs on FMAs: CPUs whose VDPBF16PS is slower than their FMAs, such as Intel
+// Sapphire Rapids). One-row products use the AVX2 family's dot products.
+#include <immintrin.h>
+
+#include <utility>
+
+#include "kernels/cpu_features.h"
+#include "kernels/gemm/kernel_family.h"
+#include "kernels/gemm/packing.h"
+#include "kernels/gemm/row_times_transposed.h"
+
+#define GPT_TARGET_AVX512F __attribute__((target("avx512f")))
+
+namespace gpt::gemm_detail {
+
+namespace {
+
+constexpr int64_t kMR = 12, kNR = 32;
+
+template <int kRows, bool kDirectA>
+GPT_TARGET_AVX512F void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
+                                     bool load_c) {
+  __m512 acc[kRows][2];
+  for (int r = 0; r < kRows; ++r) {
+    acc[r][0] = load_c ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+    acc[r][1] = load_c ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+  }
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(b);
+    const __m512 b1 = _mm512_load_ps(b + 16);
+    for (int r = 0; r < kRows; ++r) {
+      const __m512 ar = _mm512_set1_ps(kDirectA ? a[r * lda + k] : a[k * kMR + r]);
+      acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
+    }
+    b += kNR;
+  }
+  for (int r = 0; r < kRows; ++r) {
+    _mm512_storeu_ps(c + r * ldc, acc[r][0]);
+    _mm512_storeu_ps(c + r * ldc + 16, acc[r][1]);
+  }
+}
+
+template <bool kDirectA, std::size_t... R>
+constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
+  return {&micro_kernel<static_cast<int>(R) + 1, kDirectA>...};
+}
+
+template <bool kRounded>
+GPT_TARGET_AVX512F void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
+                               int64_t p0, int64_t kc, float* out) {
+  pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+}
+template <bool kRounded>
+GPT_TARGET_AVX512F void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
+                               int64_t cols, float* out) {
+  pack_b_floats<kRounded>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
+}
+
+bool supported() { return cpu_features().avx512f; }
+
+}  // namespace
+
+constinit const KernelFamily<float> kAvx512{.name = "avx512",
+                                            .supported = supported,
+                                            .MR = kMR,
+                                            .NR = kNR,
+                                            .vector_width = 16,
+                                            .packed_a = kernels<false>(std::make_index_sequence<kMR>()),
+                                            .direct_a = kernels<true>(std::make_index_sequence<kMR>()),
+                                            .pack_a = pack_a<false>,
+                                            .pack_b = pack_b<false>,
+                                            .row_dots = row_dots_avx2};
+
+constinit const KernelFamily<float> kAvx512Rounded{.name = "avx512-fma-bf16",
+                                                   .supported = supported,
+                                                   .MR = kMR,
+                                                   .NR = kNR,
+                                                   .vector_width = 16,
+                                                   .packed_a = kernels<false>(std::make_index_sequence<kMR>()),
+                                                   .direct_a = {},
+                                                   .pack_a = pack_a<true>,
+                                                   .pack_b = pack_b<true>,
+                                                   .bfloat16_steps = true,
+                                                   .flush_with_mxcsr = true};
+
+}  // namespace gpt::gemm_detail

@@ -1,0 +1,118 @@
+#include "kernels/gemm/dispatch.h"
+
+#include <cstddef>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/check.h"
+#include "kernels/cpu_features.h"
+#include "kernels/fma_probe.h"
+#include "kernels/gemm.h"
+
+namespace gpt {
+
+namespace gemm_detail {
+
+namespace {
+
+// Fastest first; for float32 the first one this CPU supports runs. A new family (AMX, NEON) is
+// its own file, declared in kernel_family.h and listed here.
+constexpr const KernelFamily<float>* kFloat32Families[] = {&kAvx512, &kAvx2, &kPortable};
+// bfloat16 inputs: VDPBF16PS (kAvx512Bf16), else these float32 micro-kernels on rounded inputs.
+constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kAvx512Rounded, &kAvx2Rounded, &kPortableRounded};
+
+// The last family of each list, the portable one, runs anywhere.
+template <std::size_t N>
+const KernelFamily<float>& first_supported(const KernelFamily<float>* const (&families)[N]) {
+  for (const KernelFamily<float>* family : families)
+    if (family->supported()) return *family;
+  return *families[N - 1];
+}
+
+// VDPBF16PS where the CPU has it and it outruns FMAs (measured once: on Zen 5 it does twice the
+// multiply-adds; on Sapphire Rapids half), else the widest float32 micro-kernels.
+AnyFamily best_bfloat16_family() {
+  if (kAvx512Bf16.supported() && vdpbf16ps_speedup() > 1.1) return kAvx512Bf16;
+  return first_supported(kRoundedFamilies);
+}
+
+// What a ForcedKernelScope set on this thread, per Dtype (empty: the automatic choice).
+thread_local AnyFamily t_forced[2];
+
+AnyFamily& forced(Dtype inputs) { return t_forced[inputs == Dtype::bfloat16 ? 1 : 0]; }
+
+}  // namespace
+
+const KernelFamily<float>& float32_family() {
+  if (const AnyFamily chosen = forced(Dtype::float32)) return *chosen.floats();
+  static const KernelFamily<float>& best = first_supported(kFloat32Families);
+  return best;
+}
+
+AnyFamily gemm_family(Dtype inputs) {
+  if (inputs == Dtype::float32) return float32_family();
+  if (const AnyFamily chosen = forced(inputs)) return chosen;
+  static const AnyFamily best = best_bfloat16_family();
+  return best;
+}
+
+AnyFamily family_named(const char* name) {
+  GPT_CHECK(name != nullptr, "no GEMM kernel named");
+  const auto called = [name](const char* family_name) {
+    return family_name == name || std::strcmp(family_name, name) == 0;
+  };
+  for (const auto* families : {&kFloat32Families, &kRoundedFamilies})
+    for (const KernelFamily<float>* family : *families)
+      if (called(family->name)) return *family;
+  GPT_CHECK(called(kAvx512Bf16.name), std::string("no GEMM kernel called ") + name);
+  return kAvx512Bf16;
+}
+
+}  // namespace gemm_detail
+
+using gemm_detail::gemm_family;
+
+std::vector<const char*> gemm_kernels(Dtype inputs) {
+  using namespace gemm_detail;
+  std::vector<const char*> names;
+  if (inputs == Dtype::bfloat16 && kAvx512Bf16.supported()) names.push_back(kAvx512Bf16.name);
+  for (const KernelFamily<float>* family : inputs == Dtype::float32 ? kFloat32Families : kRoundedFamilies)
+    if (family->supported()) names.push_back(family->name);
+  return names;
+}
+
+ForcedKernelScope::ForcedKernelScope(Dtype inputs, const char* kernel) : inputs_(inputs) {
+  gemm_detail::AnyFamily& slot = gemm_detail::forced(inputs);
+  saved_ = slot ? slot.name() : nullptr;
+  if (!kernel) {
+    slot = {};
+    return;
+  }
+  bool runs_here = false;
+  for (const char* name : gemm_kernels(inputs)) runs_here = runs_here || std::strcmp(name, kernel) == 0;
+  GPT_CHECK(runs_here, std::string("this CPU has no ") + dtype_name(inputs) + " GEMM kernel called " + kernel);
+  slot = gemm_detail::family_named(kernel);
+}
+
+ForcedKernelScope::~ForcedKernelScope() {
+  gemm_detail::forced(inputs_) = saved_ ? gemm_detail::family_named(saved_) : gemm_detail::AnyFamily{};
+}
+
+const char* gemm_kernel_name(Dtype inputs) { return gemm_family(inputs).name(); }
+
+int gemm_vector_width() { return gemm_detail::float32_family().vector_width; }
+
+bool gemm_bfloat16_uses_vdpbf16ps() { return gemm_family(Dtype::bfloat16).name() == gemm_detail::kAvx512Bf16.name; }
+
+std::string describe_matmul(Dtype inputs) {
+  if (inputs == Dtype::float32)
+    return std::string("matrix products: float32 (") + gemm_kernel_name(inputs) + " kernel)";
+  const std::string line =
+      std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
+  if (gemm_bfloat16_uses_vdpbf16ps()) return line + ")";
+  if (cpu_features().avx512bf16) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
+  return line + "; no AVX512_BF16 here: no faster than float32)";
+}
+
+}  // namespace gpt

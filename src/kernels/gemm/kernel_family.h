@@ -1,0 +1,85 @@
+// A GEMM micro-kernel family: the register tile, the micro-kernels for 1 .. MR rows, the packing
+// they read, and how they get the bfloat16 arithmetic. Each family is defined in its own file
+// (portable.cpp, avx2.cpp, avx512.cpp, avx512_bf16.cpp) and listed in dispatch.cpp, which picks
+// one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
+//
+// Every micro-kernel computes c[rows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
+// with one fused multiply-add per term in k order, so all of them round identically. A is read
+// packed (a[k * MR + r]) or, where the family has direct_a kernels, straight from a row-major
+// matrix (a[r * lda + k]: no packing for the non-transposed case). B is always packed.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <type_traits>
+
+namespace gpt::gemm_detail {
+
+// Cache blocks (in elements): an MC x KC block of packed A and the KC-deep slivers of B that a
+// work item reads stay in L2; one KC x NR sliver of B stays in L1. The register tile MR x NR
+// depends on the family.
+// Packed operands hold k steps: one float per k (float32 inputs), or one bfloat16 pair (k, k+1)
+// in a uint32 (bfloat16 inputs, the layout VDPBF16PS reads), so KC is even. KC counts 4-byte
+// steps: a K block of pairs spans 2 KC values of k (KernelFamily::kc_values), which halves how
+// often C is read and written back, the same cache footprint.
+inline constexpr int64_t KC = 256;
+inline constexpr int64_t MC = 48;  // a multiple of every family's MR
+inline constexpr int64_t kMaxMR = 12;
+inline constexpr int64_t kMaxTile = kMaxMR * 32;
+
+template <typename Packed>
+using MicroKernel = void (*)(int64_t steps, const Packed* a, int64_t lda, const Packed* b, float* c, int64_t ldc,
+                             bool load_c);
+template <typename Packed>
+using MicroKernels = std::array<MicroKernel<Packed>, kMaxMR>;  // [rows - 1]
+
+// Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers, or op(B)[p0 : p0+kc, j : j+cols]
+// into one NR-column sliver (kernels/gemm/packing.h).
+template <typename Packed>
+using PackA = void (*)(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                       int64_t kc, Packed* out);
+template <typename Packed>
+using PackB = void (*)(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
+                       int64_t cols, Packed* out);
+
+// The one-row path's dot products (kernels/gemm/row_times_transposed.h).
+using RowDots = void (*)(const float* a, const float* B, int64_t ldb, int64_t K, int64_t rows, float* out);
+
+// Packed is float (one k per step) or uint32_t (a bfloat16 pair per step).
+template <typename Packed>
+struct KernelFamily {
+  using PackedType = Packed;
+  const char* name;
+  bool (*supported)();  // whether this CPU can run it
+  int64_t MR, NR;
+  int vector_width;  // in floats (1: portable)
+  MicroKernels<Packed> packed_a;
+  MicroKernels<Packed> direct_a;  // empty when A must always be packed
+  PackA<Packed> pack_a;
+  PackB<Packed> pack_b;
+  RowDots row_dots = nullptr;  // float32 families: the dot products of a one-row product
+
+  // bfloat16 arithmetic: k padded to pairs (VDPBF16PS's steps); for float kernels, subnormals
+  // flushed by MXCSR while the micro-kernels run.
+  bool bfloat16_steps = false;
+  bool flush_with_mxcsr = false;
+
+  // Packed elements per row or column for kc values of k.
+  int64_t steps(int64_t kc) const {
+    if (!bfloat16_steps) return kc;
+    return std::is_same_v<Packed, float> ? (kc + 1) / 2 * 2 : (kc + 1) / 2;
+  }
+  // Values of k per K block: KC steps.
+  int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
+  bool reads_a_in_place() const { return direct_a[0] != nullptr; }
+};
+
+// The families (each defined in its own file). The float32 ones multiply float32 inputs; the
+// `rounded` ones are the same micro-kernels on inputs rounded to bfloat16 while packed, with
+// subnormals flushed: the bfloat16 arithmetic on FMAs. kAvx512Bf16 runs it on VDPBF16PS.
+extern const KernelFamily<float> kPortable, kPortableRounded;
+extern const KernelFamily<float> kAvx2, kAvx2Rounded;
+extern const KernelFamily<float> kAvx512, kAvx512Rounded;
+extern const KernelFamily<uint32_t> kAvx512Bf16;
+
+}  // namespace gpt::gemm_detail
