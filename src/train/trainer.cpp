@@ -97,7 +97,8 @@ nlohmann::ordered_json start_record(const RunParts& run, const World& world) {
 // process computes the same values; rank 0 alone writes.
 class TrainingLoop {
  public:
-  TrainingLoop(RunParts run, const RunContext& context);
+  // `started`: the clock's reading when the run's setup began (the budget counts setup too).
+  TrainingLoop(RunParts run, const RunContext& context, double started);
   TrainResult run();
 
  private:
@@ -122,8 +123,8 @@ class TrainingLoop {
   TrainingState& state_ = run_.state;
   const RunContext& context_;
   const World& world_ = context_.world;
-  double now_ = context_.clock.seconds();  // the last reading
-  const double start_ = now_;
+  double now_;  // the last reading
+  const double start_;
   const double elapsed_before_ = state_.elapsed_seconds;  // of the run's earlier parts, when resumed
   const double tokens_per_iter_;
   const StepSettings settings_;
@@ -141,9 +142,11 @@ class TrainingLoop {
   double train_seconds_ = 0.0;
 };
 
-TrainingLoop::TrainingLoop(RunParts run, const RunContext& context)
+TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double started)
     : run_(std::move(run)),
       context_(context),
+      now_(context.clock.seconds()),
+      start_(started),
       tokens_per_iter_(
           static_cast<double>(config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps)),
       settings_{config_.batch_size, config_.model.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
@@ -354,7 +357,8 @@ TrainResult TrainingLoop::finish(int64_t iter) {
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, const RunContext& context) {
-  return TrainingLoop(set_up_run(config, context.world, context.stop_signal), context).run();
+  const double started = context.clock.seconds();
+  return TrainingLoop(set_up_run(config, context.world, context.stop_signal), context, started).run();
 }
 
 TrainResult run_training(const TrainConfig& config, const std::atomic<int>* stop_signal) {
