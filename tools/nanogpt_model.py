@@ -21,6 +21,7 @@ class GPTConfig:
     n_embd: int = 384
     dropout: float = 0.0
     bias: bool = False
+    norm: str = 'layernorm'  # or 'rmsnorm' (no bias)
 
 
 class LayerNorm(nn.Module):
@@ -31,6 +32,20 @@ class LayerNorm(nn.Module):
 
     def forward(self, x):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight (Zhang & Sennrich 2019); PyTorch 1.13 has no nn.RMSNorm."""
+    def __init__(self, ndim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+def make_norm(config):
+    return RMSNorm(config.n_embd) if config.norm == 'rmsnorm' else LayerNorm(config.n_embd, bias=config.bias)
 
 
 class CausalSelfAttention(nn.Module):
@@ -76,9 +91,9 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.ln_1 = LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
     def forward(self, x):
@@ -96,7 +111,7 @@ class GPT(nn.Module):
             wpe=nn.Embedding(config.block_size, config.n_embd),
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f=LayerNorm(config.n_embd, bias=config.bias),
+            ln_f=make_norm(config),
         ))
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying

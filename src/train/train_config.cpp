@@ -149,6 +149,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"block_size", &model_field<&GptConfig::block_size>, "context length in characters"},
       {"dropout", &model_field<&GptConfig::dropout>, "dropout probability in [0, 1)"},
       {"bias", &model_field<&GptConfig::bias>, "biases in Linear and LayerNorm layers"},
+      {"norm", &model_field<&GptConfig::norm>,
+       "\"layernorm\" (GPT-2) or \"rmsnorm\" (x / sqrt(mean(x^2) + 1e-5) * weight, no bias; Zhang & Sennrich 2019)"},
       {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
       {"max_iters", &field<&C::max_iters>, "training iterations"},
       {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},

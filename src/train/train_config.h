@@ -103,6 +103,12 @@ struct Setting<Dtype> {
   static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
 };
 template <>
+struct Setting<Norm> {
+  static std::optional<Norm> parse(const std::string& text) { return parse_norm(text); }
+  static std::string text(Norm value) { return norm_name(value); }
+  static constexpr const char* expected = "\"layernorm\" or \"rmsnorm\"";
+};
+template <>
 struct Setting<VocabKind> {
   static std::optional<VocabKind> parse(const std::string& text);
   static std::string text(VocabKind value) { return to_string(value); }
@@ -123,7 +129,7 @@ template <class T>
 using ConfigField = T& (*)(TrainConfig&);
 using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
                                   ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
-                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>>;
+                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>, ConfigField<Norm>>;
 
 struct ConfigKey {
   const char* name;
