@@ -129,12 +129,19 @@ TEST(GptConfig, ModernKeysAreOffByDefaultAndRoundTrip) {
   GptConfig config;
   nlohmann::json j = config.to_json();
   EXPECT_FALSE(j.contains("norm"));
+  EXPECT_FALSE(j.contains("mlp"));
   EXPECT_EQ(GptConfig::from_json(j, "old").norm, Norm::layernorm);
+  EXPECT_EQ(GptConfig::from_json(j, "old").mlp, Activation::gelu);
   config.norm = Norm::rmsnorm;
+  config.mlp = Activation::relu2;
   j = config.to_json();
   EXPECT_EQ(j["norm"], "rmsnorm");
+  EXPECT_EQ(j["mlp"], "relu2");
   EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
   j["norm"] = "batchnorm";
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+  j["norm"] = "rmsnorm";
+  j["mlp"] = "none";  // an activation, but not an MLP's
   EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
 }
 

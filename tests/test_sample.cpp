@@ -16,12 +16,14 @@ namespace {
 // The modern-architecture keys a test model is built with (defaults: nanoGPT's).
 struct Architecture {
   Norm norm = Norm::layernorm;
+  Activation mlp = Activation::gelu;
 };
 
 std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32,
                                   Architecture arch = {}) {
   GptConfig c;
   c.norm = arch.norm;
+  c.mlp = arch.mlp;
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 16;
@@ -137,6 +139,12 @@ TEST(KvCache, RmsnormMatchesRecomputation) {
   expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, rms);
   expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, rms);
   expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, rms);  // split by rows
+}
+
+TEST(KvCache, Relu2MlpMatchesRecomputation) {
+  const Architecture relu2{.mlp = Activation::relu2};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, relu2);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, relu2);  // split by rows
 }
 
 TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {

@@ -152,8 +152,10 @@ TEST_F(Training, ResumeWithADifferentArchitectureIsAnError) {
 TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
   TrainConfig c = tiny_config(dir, corpus);
   c.model.norm = Norm::rmsnorm;
+  c.model.mlp = Activation::relu2;
   expect_resumed_run_reproduces(c, dir.file("split"));
   EXPECT_EQ(load_model(c.out_dir).model->config().norm, Norm::rmsnorm);
+  EXPECT_EQ(load_model(c.out_dir).model->config().mlp, Activation::relu2);
   c.init_from = {InitKind::resume, ""};
   c.model.norm = Norm::layernorm;
   try {
@@ -161,6 +163,14 @@ TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
     FAIL() << "expected an error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("norm"), std::string::npos) << e.what();
+  }
+  c.model.norm = Norm::rmsnorm;
+  c.model.mlp = Activation::gelu;
+  try {
+    run_training(c, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp"), std::string::npos) << e.what();
   }
 }
 

@@ -2,7 +2,7 @@
 """Writes tests/data/parity_{bias,nobias,modern}.safetensors: a tiny nanoGPT model's weights, a batch,
 its logits, loss and every parameter gradient, then the losses and weights after a few AdamW
 steps with gradient clipping and the warmup + cosine schedule ("modern": with the modern-architecture
-config keys set: norm "rmsnorm"). tests/test_parity.cpp checks our
+config keys set: norm "rmsnorm", mlp "relu2"). tests/test_parity.cpp checks our
 engine against these files, so CI needs no PyTorch. Regenerate with:
     /usr/bin/python3 tools/make_parity_reference.py
 """
@@ -76,4 +76,4 @@ if __name__ == '__main__':
     torch.set_num_threads(1)
     make(bias=True, seed=1)
     make(bias=False, seed=2)
-    make(bias=False, seed=3, file_name='modern', norm='rmsnorm')
+    make(bias=False, seed=3, file_name='modern', norm='rmsnorm', mlp='relu2')

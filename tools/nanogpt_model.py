@@ -22,6 +22,7 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = False
     norm: str = 'layernorm'  # or 'rmsnorm' (no bias)
+    mlp: str = 'gelu'  # or 'relu2': relu(x)^2
 
 
 class LayerNorm(nn.Module):
@@ -76,11 +77,17 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y))
 
 
+class ReLU2(nn.Module):
+    """relu(x)^2 (So et al. 2021, "Primer"; modded-nanogpt)."""
+    def forward(self, x):
+        return F.relu(x).square()
+
+
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU() if config.mlp == 'gelu' else ReLU2()
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 

@@ -12,6 +12,7 @@ nlohmann::json GptConfig::to_json() const {
   // The modern-architecture keys only when set, so a model of today's architecture is written
   // with the same bytes as before them (and older builds read it).
   if (norm != Norm::layernorm) j["norm"] = norm_name(norm);
+  if (mlp != Activation::gelu) j["mlp"] = activation_name(mlp);
   return j;
 }
 
@@ -36,6 +37,12 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
     if (!norm)
       throw UserError(source + ": model config key \"norm\" is not \"layernorm\" or \"rmsnorm\"", ExitCode::runtime);
     c.norm = *norm;
+  }
+  if (j.contains("mlp")) {
+    const std::optional<Activation> mlp =
+        j["mlp"].is_string() ? parse_mlp_activation(j["mlp"].get<std::string>()) : std::nullopt;
+    if (!mlp) throw UserError(source + ": model config key \"mlp\" is not \"gelu\" or \"relu2\"", ExitCode::runtime);
+    c.mlp = *mlp;
   }
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +

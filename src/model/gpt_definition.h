@@ -21,9 +21,6 @@
 
 namespace gpt {
 
-// The MLP's nonlinearity (nanoGPT: exact GELU).
-inline constexpr Activation kMlpActivation = Activation::gelu;
-
 // Returns the logits value. Position information enters once, in embed (learned absolute
 // positions, as GPT-2).
 template <class Executor>
@@ -36,7 +33,7 @@ typename Executor::Value run_gpt(const GptConfig& config, const GptWeights& w, E
     const typename Executor::Value attended = ex.attention(qkv, l);
     x = ex.residual(x, attended, Activation::none, b.attn_proj);
     const typename Executor::Value hidden = ex.norm_linear(x, b.ln_2, b.c_fc);
-    x = ex.residual(x, hidden, kMlpActivation, b.mlp_proj);
+    x = ex.residual(x, hidden, config.mlp, b.mlp_proj);  // gelu (nanoGPT) or relu2
   }
   return ex.norm_linear(x, w.ln_f, w.lm_head);
 }

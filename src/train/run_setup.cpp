@@ -28,6 +28,9 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
   if (saved.norm != config.norm)
     throw UserError("cannot resume: " + path + " has norm \"" + norm_name(saved.norm) + "\" but the config says \"" +
                     norm_name(config.norm) + "\"");
+  if (saved.mlp != config.mlp)
+    throw UserError("cannot resume: " + path + " has mlp \"" + activation_name(saved.mlp) +
+                    "\" but the config says \"" + activation_name(config.mlp) + "\"");
 }
 
 // The root's text on every process.

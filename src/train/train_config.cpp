@@ -151,6 +151,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"bias", &model_field<&GptConfig::bias>, "biases in Linear and LayerNorm layers"},
       {"norm", &model_field<&GptConfig::norm>,
        "\"layernorm\" (GPT-2) or \"rmsnorm\" (x / sqrt(mean(x^2) + 1e-5) * weight, no bias; Zhang & Sennrich 2019)"},
+      {"mlp", &model_field<&GptConfig::mlp>,
+       "the MLP's activation: \"gelu\" (exact, GPT-2) or \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt)"},
       {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
       {"max_iters", &field<&C::max_iters>, "training iterations"},
       {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},
