@@ -204,6 +204,21 @@ TEST(FusedBlockOps, LayerNormLinearIsBitIdenticalToTheComposition) {
   expect_identical(fused, composed);
 }
 
+TEST(FusedBlockOps, RmsnormLinearIsBitIdenticalToTheComposition) {
+  const int64_t rows = 70, C = 300, out = 40;
+  Rng rng(13);
+  std::vector<OwnedTensor> inputs;
+  for (Shape s : {Shape{rows, C}, Shape{C}, Shape{out, C}, Shape{out}}) inputs.emplace_back(s, rng);
+  OwnedTensor upstream(Shape{rows, out}, rng);
+  const Composed fused = run_with_grads(inputs, upstream, [](Graph& g, const std::vector<Tensor>& in) {
+    return norm_linear(g, Norm::rmsnorm, in[0], in[1], Tensor{}, in[2], in[3]);
+  });
+  const Composed composed = run_with_grads(inputs, upstream, [](Graph& g, const std::vector<Tensor>& in) {
+    return linear(g, rmsnorm(g, in[0], in[1]), in[2], in[3]);
+  });
+  expect_identical(fused, composed);
+}
+
 // `through_op`: x comes out of another op (a pooled gradient that is still empty when the
 // projection's backward runs) rather than being a caller-owned input.
 void expect_residual_projection_identical(Activation act, float dropout_p, bool through_op) {

@@ -9,12 +9,15 @@
 #include <limits>
 #include <vector>
 
+#include <omp.h>
+
 #include "core/rng.h"
 #include "kernels/activation.h"
 #include "kernels/cpu_features.h"
 #include "kernels/dropout_mask.h"
 #include "kernels/lane_sum.h"
 #include "kernels/layernorm.h"
+#include "kernels/rmsnorm.h"
 #include "kernels/softmax_row.h"
 #include "same_bits.h"
 
@@ -144,6 +147,38 @@ TEST(Layernorm, EveryInstructionSetGivesTheSameBits) {
         EXPECT_TRUE(same_bits(r.db, reference.db)) << where;
       }
     }
+}
+
+TEST(Rmsnorm, EveryInstructionSetAndThreadCountGivesTheSameBits) {
+  for (int64_t C : {1, 15, 16, 17, 64, 65, 384}) {
+    const int64_t rows = 97;  // enough for a parallel region at C = 384
+    const auto x = random_row(rows * C, 1, 2.0f), w = random_row(C, 2, 1.0f);
+    const auto dy = random_row(rows * C, 4, 1.0f), dx0 = random_row(rows * C, 5, 1.0f);
+    struct Result {
+      std::vector<float> y, rstd, dx, dw;
+    };
+    const auto run = [&](VectorIsa isa, int threads) {
+      const ForcedVectorIsaScope forced(isa);
+      const int before = omp_get_max_threads();
+      omp_set_num_threads(threads);
+      Result r{std::vector<float>(rows * C), std::vector<float>(rows), dx0, std::vector<float>(C, 0.5f)};
+      rmsnorm_forward(x.data(), w.data(), r.y.data(), r.rstd.data(), rows, C);
+      rmsnorm_backward(x.data(), w.data(), r.rstd.data(), dy.data(), r.dx.data(), r.dw.data(), rows, C);
+      omp_set_num_threads(before);
+      return r;
+    };
+    const Result reference = run(VectorIsa::baseline, 1);
+    for (VectorIsa isa : supported_isas())
+      for (int threads : {1, 2, 3}) {
+        const Result r = run(isa, threads);
+        const std::string where =
+            std::string(vector_isa_name(isa)) + " C " + std::to_string(C) + " threads " + std::to_string(threads);
+        EXPECT_TRUE(same_bits(r.y, reference.y)) << where;
+        EXPECT_TRUE(same_bits(r.rstd, reference.rstd)) << where;
+        EXPECT_TRUE(same_bits(r.dx, reference.dx)) << where;
+        EXPECT_TRUE(same_bits(r.dw, reference.dw)) << where;
+      }
+  }
 }
 
 TEST(LaneSum, IsAccurateAndUsesTheDocumentedOrder) {

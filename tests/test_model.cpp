@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <vector>
 
 #include "core/check.h"
@@ -119,6 +120,48 @@ TEST(Gpt, ParameterNamesAndInitFollowNanoGpt) {
   EXPECT_NEAR(stddev("transformer.h.0.mlp.c_proj.weight"), 0.02 / std::sqrt(4.0), 0.001);
   EXPECT_EQ(params.tensor("transformer.h.0.ln_1.weight").data[5], 1.0f);
   EXPECT_EQ(params.tensor("transformer.ln_f.bias").data[5], 0.0f);
+}
+
+// The modern-architecture keys: off by default and then absent from the JSON (a model of
+// today's architecture is written as before), read as the default when absent (old checkpoints),
+// round-tripped when set; rmsnorm keeps the norms' names and drops their biases.
+TEST(GptConfig, ModernKeysAreOffByDefaultAndRoundTrip) {
+  GptConfig config;
+  nlohmann::json j = config.to_json();
+  EXPECT_FALSE(j.contains("norm"));
+  EXPECT_FALSE(j.contains("mlp"));
+  EXPECT_EQ(GptConfig::from_json(j, "old").norm, Norm::layernorm);
+  EXPECT_EQ(GptConfig::from_json(j, "old").mlp, Activation::gelu);
+  config.norm = Norm::rmsnorm;
+  config.mlp = Activation::relu2;
+  j = config.to_json();
+  EXPECT_EQ(j["norm"], "rmsnorm");
+  EXPECT_EQ(j["mlp"], "relu2");
+  EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
+  j["norm"] = "batchnorm";
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+  j["norm"] = "rmsnorm";
+  j["mlp"] = "none";  // an activation, but not an MLP's
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+}
+
+TEST(Gpt, RmsnormKeepsNormWeightNamesWithoutBiases) {
+  GptConfig config;
+  config.n_layer = 1;
+  config.n_head = 2;
+  config.n_embd = 16;
+  config.block_size = 8;
+  config.vocab_size = 11;
+  config.bias = true;
+  config.norm = Norm::rmsnorm;
+  Gpt model(config);
+  const ParamStore& params = model.params();
+  EXPECT_GE(params.index_of("transformer.h.0.ln_1.weight"), 0);
+  EXPECT_GE(params.index_of("transformer.ln_f.weight"), 0);
+  EXPECT_EQ(params.index_of("transformer.h.0.ln_1.bias"), -1);
+  EXPECT_EQ(params.index_of("transformer.ln_f.bias"), -1);
+  EXPECT_GE(params.index_of("transformer.h.0.mlp.c_fc.bias"), 0);  // the Linear layers keep theirs
+  EXPECT_EQ(static_cast<double>(params.parameter_count()), gpt_parameter_size(config).parameters);
 }
 
 // What a training step keeps: per layer the residual stream twice, q|k|v, the attention output and

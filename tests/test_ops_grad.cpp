@@ -180,6 +180,11 @@ TEST(OpGrad, LayernormWithAndWithoutBias) {
                    no_bias);
 }
 
+TEST(OpGrad, Rmsnorm) {
+  auto inputs = make_inputs({Shape{2, 3, 6}, Shape{6}}, 26);
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return rmsnorm(g, in[0], in[1]); }, inputs);
+}
+
 TEST(OpGrad, EveryActivation) {
   for (Activation act : all_activations()) {
     SCOPED_TRACE(activation_name(act));
@@ -211,6 +216,21 @@ TEST(OpGrad, LayerNormLinearWithAndWithoutBiases) {
   expect_gradcheck(
       [](Graph& g, const std::vector<Tensor>& in) {
         return layernorm_linear(g, in[0], in[1], Tensor{}, in[2], Tensor{});
+      },
+      no_bias);
+}
+
+TEST(OpGrad, RmsnormLinearWithAndWithoutBias) {
+  auto with_bias = make_inputs({Shape{2, 3, 6}, Shape{6}, Shape{5, 6}, Shape{5}}, 42);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        return norm_linear(g, Norm::rmsnorm, in[0], in[1], Tensor{}, in[2], in[3]);
+      },
+      with_bias);
+  auto no_bias = make_inputs({Shape{4, 6}, Shape{6}, Shape{3, 6}}, 43);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        return norm_linear(g, Norm::rmsnorm, in[0], in[1], Tensor{}, in[2], Tensor{});
       },
       no_bias);
 }

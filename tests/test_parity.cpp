@@ -118,6 +118,8 @@ void check_parity(const std::string& file_name) {
 
 TEST(PytorchParity, WithBiases) { check_parity("parity_bias.safetensors"); }
 TEST(PytorchParity, WithoutBiases) { check_parity("parity_nobias.safetensors"); }
+// The modern-architecture keys (docs/training.md): norm "rmsnorm", mlp "relu2".
+TEST(PytorchParity, ModernArchitecture) { check_parity("parity_modern.safetensors"); }
 
 }  // namespace
 }  // namespace gpt

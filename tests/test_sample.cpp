@@ -13,8 +13,17 @@
 namespace gpt {
 namespace {
 
-std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32) {
+// The modern-architecture keys a test model is built with (defaults: nanoGPT's).
+struct Architecture {
+  Norm norm = Norm::layernorm;
+  Activation mlp = Activation::gelu;
+};
+
+std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32,
+                                  Architecture arch = {}) {
   GptConfig c;
+  c.norm = arch.norm;
+  c.mlp = arch.mlp;
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 16;
@@ -83,8 +92,8 @@ void expect_same_trace(const Trace& a, const Trace& b) {
 }
 
 void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t shift, double temperature,
-                            int64_t block_size = 8, Dtype dtype = Dtype::float32) {
-  auto model = random_model(block_size, true, dtype);
+                            int64_t block_size = 8, Dtype dtype = Dtype::float32, Architecture arch = {}) {
+  auto model = random_model(block_size, true, dtype, arch);
   std::vector<int32_t> prompt;
   for (int64_t i = 0; i < prompt_length; ++i) prompt.push_back(static_cast<int32_t>((i * 5 + 3) % 13));
   GenerationSettings s;
@@ -123,6 +132,19 @@ TEST(KvCache, WindowsOfManyRowsMatchRecomputation) {
   // 40-token windows: the generator splits these steps by rows instead of output columns.
   expect_same_generation(25, 30, 0, 1.0, 40);
   expect_same_generation(40, 10, 8, 0.0, 40);
+}
+
+TEST(KvCache, RmsnormMatchesRecomputation) {
+  const Architecture rms{.norm = Norm::rmsnorm};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, rms);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, rms);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, rms);  // split by rows
+}
+
+TEST(KvCache, Relu2MlpMatchesRecomputation) {
+  const Architecture relu2{.mlp = Activation::relu2};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, relu2);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, relu2);  // split by rows
 }
 
 TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {

@@ -146,6 +146,34 @@ TEST_F(Training, ResumeWithADifferentArchitectureIsAnError) {
   }
 }
 
+// The modern-architecture keys: a run with them resumes exactly, its checkpoint reloads with them
+// (training, eval, sample, heads and export all build the model from it), and resuming with a
+// config that disagrees is an error naming the key.
+TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.norm = Norm::rmsnorm;
+  c.model.mlp = Activation::relu2;
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  EXPECT_EQ(load_model(c.out_dir).model->config().norm, Norm::rmsnorm);
+  EXPECT_EQ(load_model(c.out_dir).model->config().mlp, Activation::relu2);
+  c.init_from = {InitKind::resume, ""};
+  c.model.norm = Norm::layernorm;
+  try {
+    run_training(c, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("norm"), std::string::npos) << e.what();
+  }
+  c.model.norm = Norm::rmsnorm;
+  c.model.mlp = Activation::gelu;
+  try {
+    run_training(c, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find("mlp"), std::string::npos) << e.what();
+  }
+}
+
 // The saver thread saves what a stop finds while the main thread keeps updating the weights and
 // re-planning the schedule: the save it makes is one iteration's state, whole (weights, the
 // iteration it follows, the schedule's length and the config that records it, all agreeing).

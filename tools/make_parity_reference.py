@@ -1,7 +1,8 @@
 #!/usr/bin/python3
-"""Writes tests/data/parity_{bias,nobias}.safetensors: a tiny nanoGPT model's weights, a batch,
+"""Writes tests/data/parity_{bias,nobias,modern}.safetensors: a tiny nanoGPT model's weights, a batch,
 its logits, loss and every parameter gradient, then the losses and weights after a few AdamW
-steps with gradient clipping and the warmup + cosine schedule. tests/test_parity.cpp checks our
+steps with gradient clipping and the warmup + cosine schedule ("modern": with the modern-architecture
+config keys set: norm "rmsnorm", mlp "relu2"). tests/test_parity.cpp checks our
 engine against these files, so CI needs no PyTorch. Regenerate with:
     /usr/bin/python3 tools/make_parity_reference.py
 """
@@ -20,9 +21,9 @@ TRAIN = dict(learning_rate=3e-2, warmup_iters=2, lr_decay_iters=5, min_lr=3e-3, 
              beta1=0.9, beta2=0.99, grad_clip=0.5, steps=6)
 
 
-def make(bias, seed):
+def make(bias, seed, file_name=None, **modern):
     torch.manual_seed(seed)
-    config = GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, dropout=0.0, bias=bias)
+    config = GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, dropout=0.0, bias=bias, **modern)
     model = GPT(config)
     if bias:  # nonzero biases and LayerNorm weights so that their gradients are exercised
         with torch.no_grad():
@@ -64,9 +65,9 @@ def make(bias, seed):
     for name, value in state_dict_without_tied(model).items():
         tensors['final.' + name] = value.detach().numpy().copy()
     metadata = {'config': json.dumps(dict(n_layer=2, n_head=2, n_embd=16, block_size=8, vocab_size=11,
-                                          dropout=0.0, bias=bias)),
+                                          dropout=0.0, bias=bias, **modern)),
                 'train': json.dumps(t), 'torch': torch.__version__}
-    path = os.path.join(OUT, f"parity_{'bias' if bias else 'nobias'}.safetensors")
+    path = os.path.join(OUT, f"parity_{file_name or ('bias' if bias else 'nobias')}.safetensors")
     safetensors_io.save(path, tensors, metadata)
     print(f'wrote {path}: loss {float(tensors["loss"][0]):.6f}, losses after steps {losses}')
 
@@ -75,3 +76,4 @@ if __name__ == '__main__':
     torch.set_num_threads(1)
     make(bias=True, seed=1)
     make(bias=False, seed=2)
+    make(bias=False, seed=3, file_name='modern', norm='rmsnorm', mlp='relu2')

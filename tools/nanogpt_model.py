@@ -21,6 +21,8 @@ class GPTConfig:
     n_embd: int = 384
     dropout: float = 0.0
     bias: bool = False
+    norm: str = 'layernorm'  # or 'rmsnorm' (no bias)
+    mlp: str = 'gelu'  # or 'relu2': relu(x)^2
 
 
 class LayerNorm(nn.Module):
@@ -31,6 +33,20 @@ class LayerNorm(nn.Module):
 
     def forward(self, x):
         return F.layer_norm(x, self.weight.shape, self.weight, self.bias, 1e-5)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight (Zhang & Sennrich 2019); PyTorch 1.13 has no nn.RMSNorm."""
+    def __init__(self, ndim):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(ndim))
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.weight
+
+
+def make_norm(config):
+    return RMSNorm(config.n_embd) if config.norm == 'rmsnorm' else LayerNorm(config.n_embd, bias=config.bias)
 
 
 class CausalSelfAttention(nn.Module):
@@ -61,11 +77,17 @@ class CausalSelfAttention(nn.Module):
         return self.resid_dropout(self.c_proj(y))
 
 
+class ReLU2(nn.Module):
+    """relu(x)^2 (So et al. 2021, "Primer"; modded-nanogpt)."""
+    def forward(self, x):
+        return F.relu(x).square()
+
+
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.gelu = nn.GELU()
+        self.gelu = nn.GELU() if config.mlp == 'gelu' else ReLU2()
         self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
@@ -76,9 +98,9 @@ class MLP(nn.Module):
 class Block(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.ln_1 = LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_1 = make_norm(config)
         self.attn = CausalSelfAttention(config)
-        self.ln_2 = LayerNorm(config.n_embd, bias=config.bias)
+        self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
     def forward(self, x):
@@ -96,7 +118,7 @@ class GPT(nn.Module):
             wpe=nn.Embedding(config.block_size, config.n_embd),
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f=LayerNorm(config.n_embd, bias=config.bias),
+            ln_f=make_norm(config),
         ))
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         self.transformer.wte.weight = self.lm_head.weight  # weight tying

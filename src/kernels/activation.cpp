@@ -1,7 +1,7 @@
 // The activations' kernels and the one dispatch every caller goes through. GELU is the exact (erf)
 // form, as PyTorch's nn.GELU() default (nanoGPT uses this form): d/dx = Phi(x) + x phi(x), with
 // Phi the standard normal CDF and phi its density; erf and exp come from fast_math.h so loops
-// vectorise.
+// vectorise. ReLU^2: relu(x)^2, d/dx = 2 relu(x).
 #include "kernels/activation.h"
 
 #include <algorithm>
@@ -56,6 +56,37 @@ void gelu_backward(const float* x, const float* dy, float* dx, int64_t n, GradWr
   }
 }
 
+GPT_VECTOR_CLONES void relu2_forward_range(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = std::max(x[i], 0.0f);
+    y[i] = r * r;
+  }
+}
+
+GPT_VECTOR_CLONES void relu2_backward_accumulate_range(const float* x, const float* dy, float* dx, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) dx[i] += dy[i] * (2.0f * std::max(x[i], 0.0f));
+}
+
+GPT_VECTOR_CLONES void relu2_backward_overwrite_range(const float* x, const float* dy, float* dx, int64_t n) {
+  // 0 + : the bits of accumulating into zeros (dy * 0 may be -0).
+  for (int64_t i = 0; i < n; ++i) dx[i] = 0.0f + dy[i] * (2.0f * std::max(x[i], 0.0f));
+}
+
+void relu2_forward(const float* x, float* y, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t c = 0; c < n; c += kChunk) relu2_forward_range(x + c, y + c, std::min(kChunk, n - c));
+}
+
+void relu2_backward(const float* x, const float* dy, float* dx, int64_t n, GradWrite write) {
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t c = 0; c < n; c += kChunk) {
+    if (write == GradWrite::accumulate)
+      relu2_backward_accumulate_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
+    else
+      relu2_backward_overwrite_range(x + c, dy + c, dx + c, std::min(kChunk, n - c));
+  }
+}
+
 void identity_forward(const float* x, float* y, int64_t n) {
   if (y != x) std::copy(x, x + n, y);
 }
@@ -81,8 +112,16 @@ const char* activation_name(Activation act) {
       return "none";
     case Activation::gelu:
       return "gelu";
+    case Activation::relu2:
+      return "relu2";
   }
   return nullptr;
+}
+
+std::optional<Activation> parse_mlp_activation(const std::string& text) {
+  for (Activation act : {Activation::gelu, Activation::relu2})
+    if (text == activation_name(act)) return act;
+  return std::nullopt;
 }
 
 std::vector<Activation> all_activations() {
@@ -97,6 +136,8 @@ void activation_forward(Activation act, const float* x, float* y, int64_t n) {
       return identity_forward(x, y, n);
     case Activation::gelu:
       return gelu_forward(x, y, n);
+    case Activation::relu2:
+      return relu2_forward(x, y, n);
   }
   unknown_activation(act);
 }
@@ -107,6 +148,8 @@ void activation_backward(Activation act, const float* x, const float* dy, float*
       return identity_backward(dy, dx, n, write);
     case Activation::gelu:
       return gelu_backward(x, dy, dx, n, write);
+    case Activation::relu2:
+      return relu2_backward(x, dy, dx, n, write);
   }
   unknown_activation(act);
 }

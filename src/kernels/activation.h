@@ -8,14 +8,20 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
+#include <string>
 #include <vector>
 
 namespace gpt {
 
-enum class Activation { none, gelu };  // none: the identity; gelu: the exact (erf) GELU
+// none: the identity; gelu: the exact (erf) GELU; relu2: relu(x)^2 (So et al. 2021, "Primer";
+// modded-nanogpt's MLP).
+enum class Activation { none, gelu, relu2 };
 
-// The lower-case name ("none", "gelu"), or nullptr for a value outside the enum.
+// The lower-case name ("none", "gelu", "relu2"), or nullptr for a value outside the enum.
 const char* activation_name(Activation act);
+// The MLP's activation (config key `mlp`) by name: "gelu" or "relu2" (nullopt for any other text).
+std::optional<Activation> parse_mlp_activation(const std::string& text);
 // Every value of the enum, in order (the values with a name, counted from 0).
 std::vector<Activation> all_activations();
 // Whether act(x) = x: callers may then skip the kernels (and the buffer for act(x)) entirely.

@@ -28,7 +28,7 @@ struct TapeExecutor {
     return token_position_embedding(g, wte, wpe, idx, B, T, dropout, rng, training);
   }
   Tensor norm_linear(const Tensor& x, const NormWeights& norm, const LinearWeights& linear) {
-    return layernorm_linear(g, x, norm.weight, norm.bias, linear.weight, linear.bias, matmul_dtype);
+    return gpt::norm_linear(g, norm.kind, x, norm.weight, norm.bias, linear.weight, linear.bias, matmul_dtype);
   }
   Tensor attention(const Tensor& qkv, int64_t /*layer*/) {
     return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training);

@@ -7,8 +7,13 @@
 namespace gpt {
 
 nlohmann::json GptConfig::to_json() const {
-  return {{"n_layer", n_layer},       {"n_head", n_head},   {"n_embd", n_embd}, {"block_size", block_size},
-          {"vocab_size", vocab_size}, {"dropout", dropout}, {"bias", bias}};
+  nlohmann::json j = {{"n_layer", n_layer},       {"n_head", n_head},   {"n_embd", n_embd}, {"block_size", block_size},
+                      {"vocab_size", vocab_size}, {"dropout", dropout}, {"bias", bias}};
+  // The modern-architecture keys only when set, so a model of today's architecture is written
+  // with the same bytes as before them (and older builds read it).
+  if (norm != Norm::layernorm) j["norm"] = norm_name(norm);
+  if (mlp != Activation::gelu) j["mlp"] = activation_name(mlp);
+  return j;
 }
 
 GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& source) {
@@ -27,6 +32,18 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
   get_int("vocab_size", c.vocab_size);
   if (j.contains("dropout") && j["dropout"].is_number()) c.dropout = j["dropout"].get<double>();
   if (j.contains("bias") && j["bias"].is_boolean()) c.bias = j["bias"].get<bool>();
+  if (j.contains("norm")) {
+    const std::optional<Norm> norm = j["norm"].is_string() ? parse_norm(j["norm"].get<std::string>()) : std::nullopt;
+    if (!norm)
+      throw UserError(source + ": model config key \"norm\" is not \"layernorm\" or \"rmsnorm\"", ExitCode::runtime);
+    c.norm = *norm;
+  }
+  if (j.contains("mlp")) {
+    const std::optional<Activation> mlp =
+        j["mlp"].is_string() ? parse_mlp_activation(j["mlp"].get<std::string>()) : std::nullopt;
+    if (!mlp) throw UserError(source + ": model config key \"mlp\" is not \"gelu\" or \"relu2\"", ExitCode::runtime);
+    c.mlp = *mlp;
+  }
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
                         std::to_string(c.n_head),

@@ -7,6 +7,9 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "kernels/activation.h"
+#include "kernels/norm.h"
+
 namespace gpt {
 
 struct GptConfig {
@@ -17,6 +20,9 @@ struct GptConfig {
   int64_t vocab_size = 65;
   double dropout = 0.0;  // applied in training only; TrainConfig sets it for a run
   bool bias = false;
+  // Modern-architecture keys, each off by default (a checkpoint without one reads as the default).
+  Norm norm = Norm::layernorm;        // ln_1, ln_2, ln_f; rmsnorm has no bias tensor even with `bias`
+  Activation mlp = Activation::gelu;  // the MLP's nonlinearity: gelu (nanoGPT) or relu2
 
   int64_t head_size() const { return n_embd / n_head; }
   nlohmann::json to_json() const;

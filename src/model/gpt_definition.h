@@ -5,7 +5,7 @@
 //                                       split by rows or by columns, last rows only at the end.
 // An executor provides a Value type and these steps:
 //   embed(wte, wpe)                   token + position embeddings (then dropout in training)
-//   norm_linear(x, norm, linear)      layernorm(x) W^T + b
+//   norm_linear(x, norm, linear)      norm(x) W^T + b (layernorm or rmsnorm: norm.kind)
 //   attention(qkv, layer)             causal multi-head self-attention over packed q|k|v
 //   residual(x, in, act, linear)      x + dropout(act(in) W^T + b), x's storage reused
 // A new position encoding, norm or activation is a change here plus its kernel (and each
@@ -21,9 +21,6 @@
 
 namespace gpt {
 
-// The MLP's nonlinearity (nanoGPT: exact GELU).
-inline constexpr Activation kMlpActivation = Activation::gelu;
-
 // Returns the logits value. Position information enters once, in embed (learned absolute
 // positions, as GPT-2).
 template <class Executor>
@@ -31,12 +28,12 @@ typename Executor::Value run_gpt(const GptConfig& config, const GptWeights& w, E
   typename Executor::Value x = ex.embed(w.wte, w.wpe);
   for (int64_t l = 0; l < config.n_layer; ++l) {
     const BlockWeights& b = w.blocks[static_cast<std::size_t>(l)];
-    // Pre-LayerNorm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+    // Pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
     const typename Executor::Value qkv = ex.norm_linear(x, b.ln_1, b.c_attn);
     const typename Executor::Value attended = ex.attention(qkv, l);
     x = ex.residual(x, attended, Activation::none, b.attn_proj);
     const typename Executor::Value hidden = ex.norm_linear(x, b.ln_2, b.c_fc);
-    x = ex.residual(x, hidden, kMlpActivation, b.mlp_proj);
+    x = ex.residual(x, hidden, config.mlp, b.mlp_proj);  // gelu (nanoGPT) or relu2
   }
   return ex.norm_linear(x, w.ln_f, w.lm_head);
 }

@@ -12,8 +12,8 @@ namespace {
 // size estimate, once, only adding up the shapes (in double: no config can overflow it).
 class WeightBinder {
  public:
-  WeightBinder(ParamStore& store, bool bias) : store_(&store), bias_(bias) {}
-  WeightBinder(ParameterSize& size, bool bias) : size_(&size), bias_(bias) {}
+  WeightBinder(ParamStore& store, const GptConfig& c) : store_(&store), bias_(c.bias), norm_(c.norm) {}
+  WeightBinder(ParameterSize& size, const GptConfig& c) : size_(&size), bias_(c.bias), norm_(c.norm) {}
   void finish_declaring() {
     store_->finalize();
     declaring_ = false;
@@ -36,7 +36,9 @@ class WeightBinder {
     return store_->tensor(name);
   }
   NormWeights norm(const std::string& prefix, int64_t C) {
-    return {param(prefix + ".weight", Shape{C}, Init::ones()), optional_bias(prefix + ".bias", C)};
+    // RMSNorm has no bias (it does not centre): the same names, one tensor fewer.
+    const Tensor bias = norm_ == Norm::layernorm ? optional_bias(prefix + ".bias", C) : Tensor{};
+    return {param(prefix + ".weight", Shape{C}, Init::ones()), bias, norm_};
   }
   LinearWeights linear(const std::string& prefix, int64_t out, int64_t in, double stddev) {
     return {param(prefix + ".weight", Shape{out, in}, Init::normal(stddev)), optional_bias(prefix + ".bias", out),
@@ -52,6 +54,7 @@ class WeightBinder {
   ParamStore* store_ = nullptr;
   ParameterSize* size_ = nullptr;
   bool bias_;
+  Norm norm_;
   bool declaring_ = true;
   int next_linear_ = 0;
 };
@@ -91,13 +94,13 @@ std::vector<const LinearWeights*> GptWeights::linears() const {
 
 ParameterSize gpt_parameter_size(const GptConfig& config) {
   ParameterSize size;
-  WeightBinder count(size, config.bias);
+  WeightBinder count(size, config);
   list_weights(count, config);
   return size;
 }
 
 GptWeights declare_gpt_weights(ParamStore& store, const GptConfig& config) {
-  WeightBinder bind(store, config.bias);
+  WeightBinder bind(store, config);
   list_weights(bind, config);
   bind.finish_declaring();
   return list_weights(bind, config);

@@ -17,7 +17,8 @@ struct LinearWeights {
   int index = -1;  // position among the model's linears (GptWeights::linears()), for per-weight executor data
 };
 struct NormWeights {
-  Tensor weight, bias;  // [C]; bias absent without config.bias
+  Tensor weight, bias;  // [C]; bias absent without config.bias, and always with rmsnorm
+  Norm kind = Norm::layernorm;
 };
 struct BlockWeights {
   NormWeights ln_1;

@@ -1,4 +1,5 @@
-// layernorm_linear: linear(layernorm(x)) without keeping the normalised activations.
+// norm_linear: linear(norm(x)) without keeping the normalised activations (layernorm or rmsnorm,
+// kernels/norm.h).
 // A pre-LN Transformer normalises its residual stream before every projection that reads it
 // (ln_1 -> c_attn, ln_2 -> c_fc, ln_f -> lm_head). The stream itself is kept anyway (the next
 // residual add and this backward need it), so backward recomputes the normalised rows from it and
@@ -7,16 +8,21 @@
 #include <cstring>
 
 #include "kernels/gemm.h"
+#include "kernels/norm.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
 
 namespace gpt {
 
-Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias, const Tensor& weight,
-                        const Tensor& bias, Dtype inputs) {
+Tensor norm_linear(Graph& g, Norm norm, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias,
+                   const Tensor& weight, const Tensor& bias, Dtype inputs) {
   const int64_t C = x.shape.last(), rows = x.shape.rows();
-  GPT_CHECK(ln_weight.shape == Shape{C}, "layernorm weight " + ln_weight.shape.str() + " for input " + x.shape.str());
-  if (defined(ln_bias)) GPT_CHECK(ln_bias.shape == Shape{C}, "layernorm bias " + ln_bias.shape.str());
+  GPT_CHECK(ln_weight.shape == Shape{C},
+            std::string(norm_name(norm)) + " weight " + ln_weight.shape.str() + " for input " + x.shape.str());
+  if (defined(ln_bias)) {
+    GPT_CHECK(norm == Norm::layernorm, "a bias for " + std::string(norm_name(norm)));
+    GPT_CHECK(ln_bias.shape == Shape{C}, "layernorm bias " + ln_bias.shape.str());
+  }
   GPT_CHECK(weight.shape.rank == 2 && weight.shape[1] == C,
             "linear weight " + weight.shape.str() + " does not match input " + x.shape.str());
   const int64_t out_features = weight.shape[0];
@@ -30,21 +36,21 @@ Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, cons
   const std::size_t normed_count = static_cast<std::size_t>(rows * C);
   {
     Borrowed normed(g, normed_count);
-    layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
+    norm_forward(norm, x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
     detail::linear_forward(normed.data(), weight.data, bias.data, y.data, rows, C, out_features, inputs);
   }
   if (y.requires_grad()) {
     Graph* graph = &g;
     g.record(y, [=] {
       Borrowed normed(*graph, normed_count);
-      layernorm_forward(x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
+      norm_forward(norm, x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
       detail::linear_backward(normed.data(), weight.data, y.grad(), nullptr, weight.grad_accumulator(),
                               bias.grad_accumulator(), rows, C, out_features, inputs);
       if (!x.requires_grad() && !ln_weight.requires_grad() && !ln_bias.requires_grad()) return;
       float* d_normed = normed.data();  // the normalised rows are no longer needed: reuse the buffer
       gemm(false, false, rows, C, out_features, y.grad(), out_features, weight.data, C, d_normed, C, false, inputs);
-      layernorm_backward(x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
-                         ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
+      norm_backward(norm, x.data, ln_weight.data, mean, rstd, d_normed, x.grad_accumulator(),
+                    ln_weight.grad_accumulator(), ln_bias.grad_accumulator(), rows, C);
     });
   }
   return y;

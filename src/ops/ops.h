@@ -16,6 +16,7 @@
 #include "core/rng.h"
 #include "kernels/activation.h"
 #include "kernels/dtype.h"
+#include "kernels/norm.h"
 
 namespace gpt {
 
@@ -73,6 +74,9 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
 // LayerNorm over the last axis with eps 1e-5 (PyTorch's default); bias may be absent.
 Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);
 
+// RMSNorm over the last axis: x / sqrt(mean(x^2) + 1e-5) * weight, no bias (kernels/rmsnorm.h).
+Tensor rmsnorm(Graph& g, const Tensor& x, const Tensor& weight);
+
 // act(x), elementwise (kernels/activation.h). gelu: the exact GELU, 0.5 x (1 + erf(x / sqrt 2))
 // (PyTorch's nn.GELU() default, not the tanh form).
 Tensor activate(Graph& g, const Tensor& x, Activation act);
@@ -84,10 +88,15 @@ inline Tensor gelu(Graph& g, const Tensor& x) { return activate(g, x, Activation
 // attention dropout p on the probabilities in training.
 Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training);
 
-// layernorm then linear: layernorm(x; ln_weight, ln_bias) W^T + b, keeping only per-row
-// statistics (the normalised rows are recomputed in backward). Either bias may be absent.
-Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias, const Tensor& weight,
-                        const Tensor& bias, Dtype inputs = Dtype::float32);
+// norm then linear: norm(x; ln_weight, ln_bias) W^T + b, keeping only per-row statistics (the
+// normalised rows are recomputed in backward). Either bias may be absent (ln_bias always is with
+// rmsnorm). layernorm_linear is the layernorm case.
+Tensor norm_linear(Graph& g, Norm norm, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias,
+                   const Tensor& weight, const Tensor& bias, Dtype inputs = Dtype::float32);
+inline Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weight, const Tensor& ln_bias,
+                               const Tensor& weight, const Tensor& bias, Dtype inputs = Dtype::float32) {
+  return norm_linear(g, Norm::layernorm, x, ln_weight, ln_bias, weight, bias, inputs);
+}
 
 // residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
 // keeping neither act(x) nor the projection. Same values and the same Rng draws as

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "kernels/activation.h"
-#include "kernels/layernorm.h"
+#include "kernels/norm.h"
 #include "kernels/softmax_row.h"
 #include "model/gpt_definition.h"
 
@@ -165,13 +165,13 @@ class Generator::StepExecutor {
     if (by_rows(x.rows)) {
       wait_for(x, x.rows);
       const Range own = my_share(x.rows, 1);
-      layernorm_forward(x.data + own.begin * C_, norm.weight.data, norm.bias.data, normed + own.begin * C_, mean, rstd,
-                        own.size(), C_);
+      norm_forward(norm.kind, x.data + own.begin * C_, norm.weight.data, norm.bias.data, normed + own.begin * C_, mean,
+                   rstd, own.size(), C_);
       rows_linear(normed, own, linear.weight, packed, linear.bias.data, out);
       return {out, x.rows, Share::rows, epoch_, {}};
     }
     wait_for(x);
-    layernorm_forward(x.data, norm.weight.data, norm.bias.data, normed, mean, rstd, x.rows, C_);
+    norm_forward(norm.kind, x.data, norm.weight.data, norm.bias.data, normed, mean, rstd, x.rows, C_);
     const Range cols = team_linear(normed, x.rows, linear.weight, packed, linear.bias.data, out);
     return {out, x.rows, Share::columns, epoch_, cols};
   }

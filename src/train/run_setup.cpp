@@ -25,6 +25,12 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
       throw UserError("cannot resume: " + path + " has " + key + " " + std::to_string(values.first) +
                       " but the config says " + std::to_string(values.second));
   if (saved.bias != config.bias) throw UserError("cannot resume: " + path + " and the config disagree on \"bias\"");
+  if (saved.norm != config.norm)
+    throw UserError("cannot resume: " + path + " has norm \"" + norm_name(saved.norm) + "\" but the config says \"" +
+                    norm_name(config.norm) + "\"");
+  if (saved.mlp != config.mlp)
+    throw UserError("cannot resume: " + path + " has mlp \"" + activation_name(saved.mlp) +
+                    "\" but the config says \"" + activation_name(config.mlp) + "\"");
 }
 
 // The root's text on every process.

@@ -103,6 +103,18 @@ struct Setting<Dtype> {
   static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
 };
 template <>
+struct Setting<Norm> {
+  static std::optional<Norm> parse(const std::string& text) { return parse_norm(text); }
+  static std::string text(Norm value) { return norm_name(value); }
+  static constexpr const char* expected = "\"layernorm\" or \"rmsnorm\"";
+};
+template <>
+struct Setting<Activation> {
+  static std::optional<Activation> parse(const std::string& text) { return parse_mlp_activation(text); }
+  static std::string text(Activation value) { return activation_name(value); }
+  static constexpr const char* expected = "\"gelu\" or \"relu2\"";
+};
+template <>
 struct Setting<VocabKind> {
   static std::optional<VocabKind> parse(const std::string& text);
   static std::string text(VocabKind value) { return to_string(value); }
@@ -121,9 +133,10 @@ std::optional<double> parse_duration(const std::string& text);
 // A key's place in TrainConfig: a function giving the field of a config.
 template <class T>
 using ConfigField = T& (*)(TrainConfig&);
-using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
-                                  ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
-                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>>;
+using ConfigMember =
+    std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
+                 ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<Dtype>, ConfigField<VocabKind>,
+                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>>;
 
 struct ConfigKey {
   const char* name;

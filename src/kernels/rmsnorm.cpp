@@ -1,0 +1,88 @@
+// RMSNorm over the last axis: y = x * s * w with s = 1 / sqrt(mean(x^2) + eps), eps = 1e-5.
+// Forward saves s per row. Row reductions run in fixed lanes (kernels/lane_sum.h) so they
+// vectorise with the same bits on every instruction set's path; the weight gradient sums rows in
+// order per column block, so every thread count gives the same bits.
+#include "kernels/rmsnorm.h"
+
+#include <cmath>
+
+#include "kernels/cpu_features.h"
+#include "kernels/lane_sum.h"
+#include "kernels/parallel.h"
+
+namespace gpt {
+
+namespace {
+
+constexpr float kEps = 1e-5f;
+
+GPT_ALWAYS_INLINE void rmsnorm_row(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  const float ms = lane_sum(C, [x](int64_t j) { return x[j] * x[j]; }) / static_cast<float>(C);
+  const float s = 1.0f / std::sqrt(ms + kEps);
+  for (int64_t j = 0; j < C; ++j) y[j] = x[j] * s * w[j];
+  *rstd = s;
+}
+
+// ds/dx_j = -s^3 x_j / C, so dx += s * (g - x * s^2 * mean(g * x)) with g = dy * w.
+GPT_ALWAYS_INLINE void rmsnorm_row_backward(const float* x, const float* w, float s, const float* dy, float* dx,
+                                            int64_t C) {
+  const float gx_mean = lane_sum(C, [dy, w, x](int64_t j) { return dy[j] * w[j] * x[j]; }) / static_cast<float>(C);
+  const float k = s * s * gx_mean;
+  for (int64_t j = 0; j < C; ++j) dx[j] += s * (dy[j] * w[j] - x[j] * k);
+}
+
+// Each instruction set's rows (kernels/cpu_features.h: VectorIsa).
+GPT_TARGET_AVX512 void rmsnorm_row_avx512(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  rmsnorm_row(x, w, y, rstd, C);
+}
+GPT_TARGET_AVX2 void rmsnorm_row_avx2(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  rmsnorm_row(x, w, y, rstd, C);
+}
+void rmsnorm_row_baseline(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  rmsnorm_row(x, w, y, rstd, C);
+}
+GPT_TARGET_AVX512 void rmsnorm_row_backward_avx512(const float* x, const float* w, float s, const float* dy, float* dx,
+                                                   int64_t C) {
+  rmsnorm_row_backward(x, w, s, dy, dx, C);
+}
+GPT_TARGET_AVX2 void rmsnorm_row_backward_avx2(const float* x, const float* w, float s, const float* dy, float* dx,
+                                               int64_t C) {
+  rmsnorm_row_backward(x, w, s, dy, dx, C);
+}
+void rmsnorm_row_backward_baseline(const float* x, const float* w, float s, const float* dy, float* dx, int64_t C) {
+  rmsnorm_row_backward(x, w, s, dy, dx, C);
+}
+
+}  // namespace
+
+void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t C) {
+  const auto row = vector_path(vector_isa(), rmsnorm_row_avx512, rmsnorm_row_avx2, rmsnorm_row_baseline);
+#pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
+  for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, y + r * C, rstd + r, C);
+}
+
+// dw += sum over rows of dy * x * s.
+void rmsnorm_backward(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw,
+                      int64_t rows, int64_t C) {
+  if (dx) {
+    const auto row = vector_path(vector_isa(), rmsnorm_row_backward_avx512, rmsnorm_row_backward_avx2,
+                                 rmsnorm_row_backward_baseline);
+#pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
+    for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, rstd[r], dy + r * C, dx + r * C, C);
+  }
+  if (!dw) return;
+  const int64_t blocks = column_blocks(C);
+#pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction && blocks > 1)
+  for (int64_t blk = 0; blk < blocks; ++blk) {
+    const auto [j0, j1] = column_block(blk, C);
+    float acc_w[kColumnBlock] = {};
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* xr = x + r * C;
+      const float* dyr = dy + r * C;
+      for (int64_t j = j0; j < j1; ++j) acc_w[j - j0] += dyr[j] * xr[j] * rstd[r];
+    }
+    for (int64_t j = j0; j < j1; ++j) dw[j] += acc_w[j - j0];
+  }
+}
+
+}  // namespace gpt
