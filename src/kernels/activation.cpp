@@ -106,30 +106,6 @@ void identity_backward(const float* dy, float* dx, int64_t n, GradWrite write) {
 
 }  // namespace
 
-const char* activation_name(Activation act) {
-  switch (act) {
-    case Activation::none:
-      return "none";
-    case Activation::gelu:
-      return "gelu";
-    case Activation::relu2:
-      return "relu2";
-  }
-  return nullptr;
-}
-
-std::optional<Activation> parse_mlp_activation(const std::string& text) {
-  for (Activation act : {Activation::gelu, Activation::relu2})
-    if (text == activation_name(act)) return act;
-  return std::nullopt;
-}
-
-std::vector<Activation> all_activations() {
-  std::vector<Activation> all;
-  for (int i = 0; activation_name(static_cast<Activation>(i)); ++i) all.push_back(static_cast<Activation>(i));
-  return all;
-}
-
 void activation_forward(Activation act, const float* x, float* y, int64_t n) {
   switch (act) {
     case Activation::none:

@@ -19,11 +19,33 @@ namespace gpt {
 enum class Activation { none, gelu, relu2 };
 
 // The lower-case name ("none", "gelu", "relu2"), or nullptr for a value outside the enum.
-const char* activation_name(Activation act);
+// (Inline, with the two below: config and checkpoint readers use them without the kernels.)
+inline const char* activation_name(Activation act) {
+  switch (act) {
+    case Activation::none:
+      return "none";
+    case Activation::gelu:
+      return "gelu";
+    case Activation::relu2:
+      return "relu2";
+  }
+  return nullptr;
+}
+
 // The MLP's activation (config key `mlp`) by name: "gelu" or "relu2" (nullopt for any other text).
-std::optional<Activation> parse_mlp_activation(const std::string& text);
+inline std::optional<Activation> parse_mlp_activation(const std::string& text) {
+  for (Activation act : {Activation::gelu, Activation::relu2})
+    if (text == activation_name(act)) return act;
+  return std::nullopt;
+}
+
 // Every value of the enum, in order (the values with a name, counted from 0).
-std::vector<Activation> all_activations();
+inline std::vector<Activation> all_activations() {
+  std::vector<Activation> all;
+  for (int i = 0; activation_name(static_cast<Activation>(i)); ++i) all.push_back(static_cast<Activation>(i));
+  return all;
+}
+
 // Whether act(x) = x: callers may then skip the kernels (and the buffer for act(x)) entirely.
 inline bool is_identity(Activation act) { return act == Activation::none; }
 

@@ -15,22 +15,6 @@ namespace {
 
 }  // namespace
 
-const char* norm_name(Norm norm) {
-  switch (norm) {
-    case Norm::layernorm:
-      return "layernorm";
-    case Norm::rmsnorm:
-      return "rmsnorm";
-  }
-  return nullptr;
-}
-
-std::optional<Norm> parse_norm(const std::string& text) {
-  for (Norm norm : {Norm::layernorm, Norm::rmsnorm})
-    if (text == norm_name(norm)) return norm;
-  return std::nullopt;
-}
-
 void norm_forward(Norm norm, const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
                   int64_t rows, int64_t C) {
   switch (norm) {

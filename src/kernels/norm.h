@@ -14,8 +14,23 @@ enum class Norm {
   rmsnorm,    // x / sqrt(mean(x^2) + eps) * w, no bias (Zhang & Sennrich 2019; llama)
 };
 
-const char* norm_name(Norm norm);                         // "layernorm", "rmsnorm"
-std::optional<Norm> parse_norm(const std::string& text);  // nullopt for any other text
+// "layernorm", "rmsnorm"; and back (nullopt for any other text). Inline: config and checkpoint
+// readers use them without the kernels.
+inline const char* norm_name(Norm norm) {
+  switch (norm) {
+    case Norm::layernorm:
+      return "layernorm";
+    case Norm::rmsnorm:
+      return "rmsnorm";
+  }
+  return nullptr;
+}
+
+inline std::optional<Norm> parse_norm(const std::string& text) {
+  for (Norm norm : {Norm::layernorm, Norm::rmsnorm})
+    if (text == norm_name(norm)) return norm;
+  return std::nullopt;
+}
 
 // x, y: [rows, C]; w, b: [C] (b may be null; rmsnorm has none). Saves per row what the backward
 // needs: mean (layernorm only) and 1/std (1/rms for rmsnorm).
