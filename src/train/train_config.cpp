@@ -65,11 +65,12 @@ std::string Setting<InitFrom>::text(const InitFrom& value) {
 std::optional<OptimizerKind> Setting<OptimizerKind>::parse(const std::string& text) {
   if (text == "adamw") return OptimizerKind::adamw;
   if (text == "lion") return OptimizerKind::lion;
+  if (text == "muon") return OptimizerKind::muon;
   return std::nullopt;
 }
 
 std::string Setting<OptimizerKind>::text(OptimizerKind value) {
-  return value == OptimizerKind::lion ? "lion" : "adamw";
+  return value == OptimizerKind::lion ? "lion" : value == OptimizerKind::muon ? "muon" : "adamw";
 }
 
 std::optional<VocabKind> Setting<VocabKind>::parse(const std::string& text) {
@@ -169,7 +170,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"patience", &field<&C::patience>,
        "stop after this many evaluations in a row without a new best val loss (0 = off)"},
       {"optimizer", &field<&C::optimizer>,
-       "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
+       "\"adamw\", \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay) or \"muon\" (Muon on the "
+       "blocks' matrices, AdamW with learning_rate on the rest)"},
       {"learning_rate", &field<&C::learning_rate>, "peak learning rate"},
       {"decay_lr", &field<&C::decay_lr>, "warmup then cosine decay (false: constant learning rate)"},
       {"warmup_iters", &field<&C::warmup_iters>, "linear warmup iterations"},
@@ -180,6 +182,12 @@ const std::vector<ConfigKey>& config_keys() {
       {"beta2", &field<&C::beta2>, "AdamW beta2"},
       {"lion_beta1", &field<&C::lion_beta1>, "Lion beta1 (interpolation for the update's sign)"},
       {"lion_beta2", &field<&C::lion_beta2>, "Lion beta2 (momentum decay)"},
+      {"muon_lr", &field<&C::muon_lr>,
+       "Muon's peak learning rate for the 2-D weights inside the blocks (Jordan et al. 2024, \"Muon: An optimizer "
+       "for hidden layers\", modded-nanogpt): Nesterov momentum, 5 Newton-Schulz iterations orthogonalise the "
+       "update, scaled by sqrt(max(1, rows/cols)), no weight decay; follows learning_rate's schedule (times "
+       "lr/learning_rate)"},
+      {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum"},
       {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)"},
       {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step"},
       {"seed", &field<&C::seed>,
@@ -230,11 +238,15 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
   if (!(c.lion_beta1 >= 0 && c.lion_beta1 < 1)) return {"lion_beta1", "must be in [0, 1)"};
   if (!(c.lion_beta2 >= 0 && c.lion_beta2 < 1)) return {"lion_beta2", "must be in [0, 1)"};
+  if (!(c.muon_lr > 0)) return {"muon_lr", "must be positive"};
+  if (!(c.muon_momentum >= 0 && c.muon_momentum < 1)) return {"muon_momentum", "must be in [0, 1)"};
   if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
   if (c.seed < 0) return {"seed", "must be >= 0"};
   if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
   if (c.zero_stage != 0 && c.zero_stage != 1)
     return {"zero_stage", "must be 0 or 1, got " + std::to_string(c.zero_stage)};
+  if (c.zero_stage == 1 && c.optimizer == OptimizerKind::muon)
+    return {"zero_stage", "must be 0 with optimizer \"muon\" (its Newton-Schulz step needs each matrix whole)"};
   return {};
 }
 

@@ -25,7 +25,7 @@ struct InitFrom {
   bool operator==(const InitFrom&) const = default;
 };
 
-enum class OptimizerKind { adamw, lion };
+enum class OptimizerKind { adamw, lion, muon };
 
 // A span of time, written "600" (seconds), "90s", "10m", "1h30m" or "1.5h"; 0 is none.
 struct Duration {
@@ -67,6 +67,8 @@ struct TrainConfig {
   double beta2 = 0.99;
   double lion_beta1 = 0.9;
   double lion_beta2 = 0.99;
+  double muon_lr = 0.02;
+  double muon_momentum = 0.95;
   double grad_clip = 1.0;
   int64_t gradient_accumulation_steps = 1;
   // system
@@ -94,7 +96,7 @@ template <>
 struct Setting<OptimizerKind> {
   static std::optional<OptimizerKind> parse(const std::string& text);
   static std::string text(OptimizerKind value);
-  static constexpr const char* expected = "\"adamw\" or \"lion\"";
+  static constexpr const char* expected = "\"adamw\", \"lion\" or \"muon\"";
 };
 template <>
 struct Setting<Dtype> {
