@@ -23,7 +23,7 @@ bool updated_by_muon(const ParamStore::Slot& slot);
 // modded-nanogpt's zeropower_via_newtonschulz5: X = G / (||G||_F + 1e-7) (transposed so that
 // rows <= cols), then `steps` times A = X X^T, B = b A + (c A) A, X = a X + B X with the quintic
 // (a, b, c) = (3.4445, -4.7750, 2.0315), which pushes every singular value of X into about
-// [0.7, 1.2] fast rather than exactly to 1. Scratch is allocated once, for the largest matrix.
+// [0.68, 1.2] fast rather than exactly to 1. Scratch is allocated once, for the largest matrix.
 class NewtonSchulz {
  public:
   static constexpr float kA = 3.4445f, kB = -4.7750f, kC = 2.0315f;
