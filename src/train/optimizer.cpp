@@ -49,11 +49,10 @@ GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n,
   }
 }
 
-// Runs update(offset, count, decay) over every parameter's floats inside `shard` (of the
-// parameters `only` admits, when given), in fixed chunks
-// (offsets in the store's layout), in parallel when there are enough of them; decay is the
-// parameter's decoupled weight-decay factor. The updates are elementwise, so how the floats are
-// chunked or sharded changes no result.
+// Runs update(offset, count, decay) over every parameter's floats inside `shard` (of those `only`
+// admits, when given), in fixed chunks (offsets in the store's layout), in parallel when there are
+// enough of them; decay is the parameter's decoupled weight-decay factor. The updates are
+// elementwise, so how the floats are chunked or sharded changes no result.
 template <class Update>
 void update_each_parameter(const ParamStore& params, StoreRange shard, double lr, double weight_decay,
                            const Update& update, SlotFilter only = nullptr) {

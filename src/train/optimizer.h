@@ -85,8 +85,8 @@ class Lion final : public Optimizer {
 // A state buffer of zeros for `shard`; when it cannot be had, the error says whose it is.
 AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer);
 
-// The optimizer the config names ("adamw", "lion" or "muon", train/muon.h), with the config's settings, over `shard`
-// (by default the whole store).
+// The optimizer the config names ("adamw", "lion" or "muon", train/muon.h), with the config's
+// settings, over `shard` (by default the whole store).
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params);
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard);
 
