@@ -121,5 +121,9 @@ TEST(PytorchParity, WithoutBiases) { check_parity("parity_nobias.safetensors"); 
 // The modern-architecture keys (docs/training.md): norm "rmsnorm", mlp "relu2".
 TEST(PytorchParity, ModernArchitecture) { check_parity("parity_modern.safetensors"); }
 
+// The MLP and head keys: mlp "swiglu" (c_fc = [W_gate; W_up]), an untied lm_head.weight and
+// logit_softcap 2 (which bends these logits), with norm "rmsnorm".
+TEST(PytorchParity, SwigluUntiedHeadSoftcap) { check_parity("parity_mlp.safetensors"); }
+
 }  // namespace
 }  // namespace gpt

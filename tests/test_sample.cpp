@@ -17,6 +17,8 @@ namespace {
 struct Architecture {
   Norm norm = Norm::layernorm;
   Activation mlp = Activation::gelu;
+  bool tie_embeddings = true;
+  double logit_softcap = 0;
 };
 
 std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32,
@@ -24,6 +26,8 @@ std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtyp
   GptConfig c;
   c.norm = arch.norm;
   c.mlp = arch.mlp;
+  c.tie_embeddings = arch.tie_embeddings;
+  c.logit_softcap = arch.logit_softcap;
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 16;
@@ -147,8 +151,15 @@ TEST(KvCache, Relu2MlpMatchesRecomputation) {
   expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, relu2);  // split by rows
 }
 
-TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
-  auto model = random_model(40);
+TEST(KvCache, SwigluMlpMatchesRecomputation) {
+  const Architecture swiglu{.mlp = Activation::swiglu};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, swiglu);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, swiglu);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, swiglu);  // split by rows
+}
+
+void expect_same_bits_on_any_thread_count(Architecture arch) {
+  auto model = random_model(40, true, Dtype::float32, arch);
   GenerationSettings s;
   s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
   s.sampling = {1.0, 0, 1.0};
@@ -164,6 +175,20 @@ TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
     EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
   }
 }
+
+TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count({}); }
+
+// swiglu, an untied head and soft-capped logits (a cap the random model's logits exceed), with rmsnorm.
+const Architecture kMlpAndHeadKeys{
+    .norm = Norm::rmsnorm, .mlp = Activation::swiglu, .tie_embeddings = false, .logit_softcap = 3};
+
+TEST(KvCache, UntiedSoftcappedSwigluModelMatchesRecomputation) {
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, kMlpAndHeadKeys);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, kMlpAndHeadKeys);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, kMlpAndHeadKeys);  // split by rows
+}
+
+TEST(KvCache, MlpAndHeadKeysGiveTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count(kMlpAndHeadKeys); }
 
 TEST(KvCache, ShiftWindowsAreAsDocumented) {
   // block_size 8, shift 3: once full, keep the last 8 - 3 + 1 = 6 tokens.

@@ -174,6 +174,40 @@ TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
   }
 }
 
+// The MLP and head keys (swiglu with its own width, an untied head, soft-capped logits): a run
+// resumes exactly, reloads with them, and a disagreeing resume names the key.
+TEST_F(Training, MlpAndHeadKeysResumeReloadAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.mlp = Activation::swiglu;
+  c.model.mlp_hidden = 24;
+  c.model.tie_embeddings = false;
+  c.model.logit_softcap = 15;
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const GptConfig saved = load_model(c.out_dir).model->config();
+  EXPECT_EQ(saved.mlp, Activation::swiglu);
+  EXPECT_EQ(saved.mlp_hidden, 24);
+  EXPECT_FALSE(saved.tie_embeddings);
+  EXPECT_EQ(saved.logit_softcap, 15);
+  c.init_from = {InitKind::resume, ""};
+  auto expect_error_naming = [&](TrainConfig changed, const std::string& key) {
+    try {
+      run_training(changed, nullptr);
+      FAIL() << "expected an error naming " << key;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  TrainConfig changed = c;
+  changed.model.mlp_hidden = 0;
+  expect_error_naming(changed, "mlp_hidden");
+  changed = c;
+  changed.model.tie_embeddings = true;
+  expect_error_naming(changed, "tie_embeddings");
+  changed = c;
+  changed.model.logit_softcap = 30;
+  expect_error_naming(changed, "logit_softcap");
+}
+
 // The saver thread saves what a stop finds while the main thread keeps updating the weights and
 // re-planning the schedule: the save it makes is one iteration's state, whole (weights, the
 // iteration it follows, the schedule's length and the config that records it, all agreeing).

@@ -38,10 +38,11 @@ def main():
     tensors, meta = safetensors_io.load(args.checkpoint)
     config = json.loads(meta['config'])
     chars = json.loads(meta['vocab'])
-    model = GPT(GPTConfig(**{k: config[k] for k in ('n_layer', 'n_head', 'n_embd', 'block_size', 'vocab_size', 'bias')},
-                          dropout=0.0))
+    keys = ('n_layer', 'n_head', 'n_embd', 'block_size', 'vocab_size', 'bias', 'norm', 'mlp', 'mlp_hidden',
+            'tie_embeddings', 'logit_softcap')  # the optional ones only when the checkpoint has them
+    model = GPT(GPTConfig(**{k: config[k] for k in keys if k in config}, dropout=0.0))
     state = {k: torch.from_numpy(v) for k, v in tensors.items()}
-    state['lm_head.weight'] = state['transformer.wte.weight']
+    state.setdefault('lm_head.weight', state['transformer.wte.weight'])  # tied unless stored
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all(k.endswith('.attn.bias') for k in missing), (missing, unexpected)
     model.eval()

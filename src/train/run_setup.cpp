@@ -31,6 +31,14 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
   if (saved.mlp != config.mlp)
     throw UserError("cannot resume: " + path + " has mlp \"" + activation_name(saved.mlp) +
                     "\" but the config says \"" + activation_name(config.mlp) + "\"");
+  if (saved.mlp_width() != config.mlp_width())
+    throw UserError("cannot resume: " + path + " has an MLP of width (mlp_hidden) " +
+                    std::to_string(saved.mlp_width()) + " but the config's is " + std::to_string(config.mlp_width()));
+  if (saved.tie_embeddings != config.tie_embeddings)
+    throw UserError("cannot resume: " + path + " and the config disagree on \"tie_embeddings\"");
+  if (saved.logit_softcap != config.logit_softcap)
+    throw UserError("cannot resume: " + path + " has logit_softcap " + std::to_string(saved.logit_softcap) +
+                    " but the config says " + std::to_string(config.logit_softcap));
 }
 
 // The root's text on every process.

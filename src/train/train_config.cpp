@@ -153,7 +153,16 @@ const std::vector<ConfigKey>& config_keys() {
       {"norm", &model_field<&GptConfig::norm>,
        "\"layernorm\" (GPT-2) or \"rmsnorm\" (x / sqrt(mean(x^2) + 1e-5) * weight, no bias; Zhang & Sennrich 2019)"},
       {"mlp", &model_field<&GptConfig::mlp>,
-       "the MLP's activation: \"gelu\" (exact, GPT-2) or \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt)"},
+       "the MLP's activation: \"gelu\" (exact, GPT-2), \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt) or "
+       "\"swiglu\" ((silu(x W_gate) * (x W_up)) W_down; Shazeer 2020, llama)"},
+      {"mlp_hidden", &model_field<&GptConfig::mlp_hidden>,
+       "the MLP's hidden width (0 = automatic: 4 n_embd; with swiglu the multiple of 32 nearest to 8 n_embd / 3)"},
+      {"tie_embeddings", &model_field<&GptConfig::tie_embeddings>,
+       "the output head is the token embedding wte (GPT-2; Press & Wolf 2017); false: a separate lm_head weight "
+       "(modded-nanogpt, llama)"},
+      {"logit_softcap", &model_field<&GptConfig::logit_softcap>,
+       "0 = off; else logits = cap * tanh(logits / cap) in training, evaluation and sampling (Gemma 2, "
+       "modded-nanogpt)"},
       {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
       {"max_iters", &field<&C::max_iters>, "training iterations"},
       {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},
@@ -225,6 +234,9 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
     return {"n_head", "must divide n_embd (" + std::to_string(c.model.n_embd) + " is not divisible by " +
                           std::to_string(c.model.n_head) + ")"};
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) return {"dropout", "must be in [0, 1)"};
+  if (c.model.mlp_hidden < 0) return {"mlp_hidden", "must be >= 0 (0 = automatic)"};
+  if (!(c.model.logit_softcap >= 0 && std::isfinite(c.model.logit_softcap)))
+    return {"logit_softcap", "must be a finite number >= 0 (0 = off)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
   if (c.patience < 0) return {"patience", "must be >= 0 (0 = off)"};
   if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};

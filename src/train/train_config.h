@@ -114,7 +114,7 @@ template <>
 struct Setting<Activation> {
   static std::optional<Activation> parse(const std::string& text) { return parse_mlp_activation(text); }
   static std::string text(Activation value) { return activation_name(value); }
-  static constexpr const char* expected = "\"gelu\" or \"relu2\"";
+  static constexpr const char* expected = "\"gelu\", \"relu2\" or \"swiglu\"";
 };
 template <>
 struct Setting<VocabKind> {
