@@ -208,7 +208,11 @@ const std::vector<ConfigKey>& config_keys() {
        "under mpirun: after every step, check that all processes hold the same weights"},
       {"dtype", &field<&C::dtype>,
        "the Linear layers' matrix products: \"float32\", or \"bfloat16\" (mixed precision: inputs rounded to "
-       "bfloat16, sums and everything else float32; fast on CPUs with AVX512_BF16, emulated exactly elsewhere)"},
+       "bfloat16, sums and everything else float32; fast on CPUs with AMX or AVX512_BF16, emulated exactly elsewhere)"},
+      {"bf16_arithmetic", &field<&C::bf16_arithmetic>,
+       "how bfloat16 products sum (each its own bits): \"sequential\" (one fused multiply-add chain per "
+       "output, as VDPBF16PS), \"tiles\" (AMX's TDPBF16PS order; emulated, slowly, without AMX) or \"auto\" "
+       "(tiles where AMX runs, else sequential; a resumed run keeps its checkpoint's)"},
   };
   return keys;
 }

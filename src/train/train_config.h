@@ -77,6 +77,7 @@ struct TrainConfig {
   int64_t zero_stage = 0;
   bool check_replicas = false;
   Dtype dtype = Dtype::float32;
+  Bf16Arithmetic bf16_arithmetic = Bf16Arithmetic::automatic;
 
   GptConfig model_config(int64_t vocab_size) const;
   CorpusSpec corpus() const;
@@ -103,6 +104,12 @@ struct Setting<Dtype> {
   static std::optional<Dtype> parse(const std::string& text) { return parse_dtype(text); }
   static std::string text(Dtype value) { return dtype_name(value); }
   static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
+};
+template <>
+struct Setting<Bf16Arithmetic> {
+  static std::optional<Bf16Arithmetic> parse(const std::string& text) { return parse_bf16_arithmetic(text); }
+  static std::string text(Bf16Arithmetic value) { return bf16_arithmetic_name(value); }
+  static constexpr const char* expected = "\"auto\", \"sequential\" or \"tiles\"";
 };
 template <>
 struct Setting<Norm> {
@@ -138,7 +145,7 @@ using ConfigField = T& (*)(TrainConfig&);
 using ConfigMember =
     std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
                  ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<Dtype>, ConfigField<VocabKind>,
-                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>>;
+                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<Bf16Arithmetic>>;
 
 struct ConfigKey {
   const char* name;
