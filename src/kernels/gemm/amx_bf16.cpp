@@ -21,8 +21,7 @@ using amx::kTilePairs;
 // The hardware's tile registers. The instructions name their registers in the opcode, hence one
 // case per register; the compiler barriers make the stores that fill a buffer happen before a
 // tile load reads it (GCC's tile-load asm does not say it reads memory).
-#define GPT_TILE_CASES(macro) \
-  macro(0) macro(1) macro(2) macro(3) macro(4) macro(5) macro(6) macro(7)
+#define GPT_TILE_CASES(macro) macro(0) macro(1) macro(2) macro(3) macro(4) macro(5) macro(6) macro(7)
 
 struct TileConfig {
   uint8_t palette = 1, start_row = 0, reserved[14] = {};
@@ -69,10 +68,10 @@ class HardwareTiles {
   template <int C, int A, int B>
   __attribute__((target("amx-tile,amx-bf16"))) void multiply_add() {
     static_assert(C < 4 && A == 4 && (B == 5 || B == 6), "the micro-kernel's registers");
-#define GPT_TILE_DOT(t) \
-  if constexpr (C == t) {                                          \
-    if constexpr (B == 5) _tile_dpbf16ps(t, 4, 5);                 \
-    if constexpr (B == 6) _tile_dpbf16ps(t, 4, 6);                 \
+#define GPT_TILE_DOT(t)                            \
+  if constexpr (C == t) {                          \
+    if constexpr (B == 5) _tile_dpbf16ps(t, 4, 5); \
+    if constexpr (B == 6) _tile_dpbf16ps(t, 4, 6); \
   }
     GPT_TILE_DOT(0) GPT_TILE_DOT(1) GPT_TILE_DOT(2) GPT_TILE_DOT(3)
 #undef GPT_TILE_DOT
@@ -106,16 +105,17 @@ double amx_tile_chains(int64_t rounds) {
   return result[0];
 }
 
-constinit const KernelFamily<uint32_t> kAmxBf16{.name = kAmxKernel,
-                                                .supported = hardware_supported,
-                                                .MR = kMR,
-                                                .NR = kNR,
-                                                .vector_width = 16,
-                                                .packed_a = amx::kernels<HardwareTiles>(std::make_index_sequence<kMR>()),
-                                                .direct_a = {},
-                                                .pack_a = amx::pack_a,
-                                                .pack_b = amx::pack_b,
-                                                .bfloat16_steps = true,
-                                                .pair_multiple = kTilePairs};
+constinit const KernelFamily<uint32_t> kAmxBf16{
+    .name = kAmxKernel,
+    .supported = hardware_supported,
+    .MR = kMR,
+    .NR = kNR,
+    .vector_width = 16,
+    .packed_a = amx::kernels<HardwareTiles>(std::make_index_sequence<kMR>()),
+    .direct_a = {},
+    .pack_a = amx::pack_a,
+    .pack_b = amx::pack_b,
+    .bfloat16_steps = true,
+    .pair_multiple = kTilePairs};
 
 }  // namespace gpt::gemm_detail

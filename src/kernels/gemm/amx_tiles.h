@@ -29,10 +29,10 @@
 namespace gpt::gemm_detail::amx {
 
 inline constexpr int64_t kMR = 16, kNR = 64;
-inline constexpr int64_t kTilePairs = 16;                   // pairs of k per tile row: 32 values of k
-inline constexpr int64_t kTileWords = 16 * kTilePairs;      // 32-bit words in one tile (1 KB)
-inline constexpr int64_t kRowBytes = 64;                    // bytes per tile row
-inline constexpr int64_t kCTiles = kNR / 16;                // C tiles side by side
+inline constexpr int64_t kTilePairs = 16;               // pairs of k per tile row: 32 values of k
+inline constexpr int64_t kTileWords = 16 * kTilePairs;  // 32-bit words in one tile (1 KB)
+inline constexpr int64_t kRowBytes = 64;                // bytes per tile row
+inline constexpr int64_t kCTiles = kNR / 16;            // C tiles side by side
 
 inline int64_t padded_pairs(int64_t kc) { return ((kc + 1) / 2 + kTilePairs - 1) / kTilePairs * kTilePairs; }
 
@@ -44,8 +44,8 @@ inline int64_t b_word(int64_t s, int64_t c) {
 
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into 16-row slivers of A tiles, rows past mc and pairs past
 // kc zero. `first` and `next` step along k (a pair is first[0], first[next]).
-inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
-            uint32_t* out) {
+inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                   int64_t kc, uint32_t* out) {
   const int64_t steps = padded_pairs(kc), whole = kc / 2;
   const int64_t along_k = trans_a ? lda : 1, along_rows = trans_a ? 1 : lda;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
@@ -58,14 +58,15 @@ inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_
         out[a_word(s, r)] = bfloat16_pair(first[0], first[along_k]);
       }
     if (kc % 2 != 0)
-      for (int64_t r = 0; r < rows; ++r) out[a_word(whole, r)] = bfloat16_pair(block[r * along_rows + 2 * whole * along_k], 0.0f);
+      for (int64_t r = 0; r < rows; ++r)
+        out[a_word(whole, r)] = bfloat16_pair(block[r * along_rows + 2 * whole * along_k], 0.0f);
   }
 }
 
 // Packs op(B)[p0 : p0+kc, j : j+cols] into one 64-column sliver of B tiles, columns past cols and
 // pairs past kc zero.
-inline void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
-            uint32_t* out) {
+inline void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
+                   int64_t cols, uint32_t* out) {
   const int64_t steps = padded_pairs(kc), whole = kc / 2;
   const int64_t along_k = trans_b ? 1 : ldb, along_cols = trans_b ? ldb : 1;
   const float* block = B + j * along_cols + p0 * along_k;
@@ -76,7 +77,8 @@ inline void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_
       out[b_word(s, c)] = bfloat16_pair(first[0], first[along_k]);
     }
   if (kc % 2 != 0)
-    for (int64_t c = 0; c < cols; ++c) out[b_word(whole, c)] = bfloat16_pair(block[c * along_cols + 2 * whole * along_k], 0.0f);
+    for (int64_t c = 0; c < cols; ++c)
+      out[b_word(whole, c)] = bfloat16_pair(block[c * along_cols + 2 * whole * along_k], 0.0f);
 }
 
 // The tile registers in C++: eight tiles of 16 rows x 64 bytes, and what TILELOADD, TILEZERO,
