@@ -2,18 +2,42 @@
 
 #include "core/check.h"
 
+#if GPT_AARCH64 && defined(__linux__)
+#include <sys/auxv.h>
+#elif GPT_AARCH64 && defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
 namespace gpt {
 
 namespace {
 
+#if GPT_AARCH64
+bool aarch64_has_neon() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & (1ul << 1)) != 0;  // HWCAP_ASIMD
+#elif defined(__APPLE__)
+  int value = 0;
+  size_t size = sizeof value;
+  return sysctlbyname("hw.optional.AdvSIMD", &value, &size, nullptr, 0) == 0 && value != 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 CpuFeatures detect() {
-  __builtin_cpu_init();
   CpuFeatures f;
+#if GPT_X86_64
+  __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512f && __builtin_cpu_supports("avx512bf16");
+#elif GPT_AARCH64
+  f.neon = aarch64_has_neon();
+#endif
   return f;
 }
 
@@ -38,6 +62,8 @@ const char* vector_isa_name(VectorIsa isa) {
       return "avx512";
     case VectorIsa::avx2:
       return "avx2";
+    case VectorIsa::neon:
+      return "neon";
     case VectorIsa::baseline:
       break;
   }
@@ -50,6 +76,8 @@ bool cpu_supports(VectorIsa isa) {
       return cpu_features().avx512f && cpu_features().avx512dq;
     case VectorIsa::avx2:
       return cpu_features().avx2;
+    case VectorIsa::neon:
+      return cpu_features().neon;
     case VectorIsa::baseline:
       break;
   }

@@ -1,6 +1,5 @@
 #include "kernels/fma_probe.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -9,11 +8,19 @@
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 
+#if GPT_X86_64
+#include <immintrin.h>
+#elif GPT_AARCH64
+#include <arm_neon.h>
+#endif
+
 namespace gpt {
 
 namespace {
 
 volatile double g_probe_sink = 0.0;
+
+#if GPT_X86_64
 
 // 12 independent accumulators hide the FMA latency (4-5 cycles at 2 per cycle needs >= 10).
 __attribute__((target("avx2,fma"))) double fma_chains_avx2(long rounds) {
@@ -57,10 +64,25 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains(long rounds) 
     for (auto& x : acc) x = _mm512_dpbf16_ps(x, a, b);
   return first_lanes_sum(acc);
 }
+#elif GPT_AARCH64
+// 12 independent chains of vfmaq_f32 (4 lanes): enough for 4 FMA pipes of 3-4 cycles' latency on
+// the widest current cores.
+double fma_chains_neon(long rounds) {
+  float32x4_t acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = vdupq_n_f32(static_cast<float>(i));
+  const float32x4_t a = vdupq_n_f32(0.999999f), b = vdupq_n_f32(1e-7f);
+  for (long r = 0; r < rounds; ++r)
+    for (auto& x : acc) x = vfmaq_f32(b, x, a);
+  float sink = 0;
+  for (auto& x : acc) sink += vgetq_lane_f32(x, 0);
+  return sink;
+}
+#endif
 
 }  // namespace
 
 double vdpbf16ps_speedup() {
+#if GPT_X86_64
   if (!cpu_features().avx512bf16) return 0.0;
   auto best_seconds = [](auto chains) {
     chains(20000);  // warm up
@@ -75,6 +97,9 @@ double vdpbf16ps_speedup() {
   // The same number of instructions: VDPBF16PS does 2 multiply-adds per lane, an FMA 1.
   const double dp = best_seconds(dpbf16_chains), fma = best_seconds(fma_chains_avx512);
   return 2.0 * fma / dp;
+#else
+  return 0.0;
+#endif
 }
 
 double measure_peak_gflops(Dtype inputs, double seconds) {
@@ -82,8 +107,14 @@ double measure_peak_gflops(Dtype inputs, double seconds) {
   if (width <= 1) return 0.0;  // portable kernel: no SIMD peak to speak of
   const bool bf16 = inputs == Dtype::bfloat16 && gemm_bfloat16_uses_vdpbf16ps();
   auto run = [&](long rounds) {
+#if GPT_X86_64
     if (bf16) return dpbf16_chains(rounds);
     return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds);
+#elif GPT_AARCH64
+    return fma_chains_neon(rounds);
+#else
+    return 0.0 * static_cast<double>(rounds);
+#endif
   };
   const double flops_per_lane = bf16 ? 4.0 : 2.0;
   run(100000);  // warm up the vector units (and their clock)

@@ -2,6 +2,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -17,10 +18,28 @@ namespace gemm_detail {
 namespace {
 
 // Fastest first; for float32 the first one this CPU supports runs. A new family (AMX, NEON) is
-// its own file, declared in kernel_family.h and listed here.
+// its own file, declared in kernel_family.h and listed here; each architecture lists its own.
+#if GPT_X86_64
 constexpr const KernelFamily<float>* kFloat32Families[] = {&kAvx512, &kAvx2, &kPortable};
 // bfloat16 inputs: VDPBF16PS (kAvx512Bf16), else these float32 micro-kernels on rounded inputs.
 constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kAvx512Rounded, &kAvx2Rounded, &kPortableRounded};
+#elif GPT_AARCH64
+constexpr const KernelFamily<float>* kFloat32Families[] = {&kNeon, &kPortable};
+constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kPortableRounded};
+#else
+constexpr const KernelFamily<float>* kFloat32Families[] = {&kPortable};
+constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kPortableRounded};
+#endif
+using FamilyList = std::span<const KernelFamily<float>* const>;
+
+// VDPBF16PS's family where the architecture has one, else null.
+const KernelFamily<uint32_t>* vdpbf16ps_family() {
+#if GPT_X86_64
+  return &kAvx512Bf16;
+#else
+  return nullptr;
+#endif
+}
 
 // The last family of each list, the portable one, runs anywhere.
 template <std::size_t N>
@@ -33,7 +52,8 @@ const KernelFamily<float>& first_supported(const KernelFamily<float>* const (&fa
 // VDPBF16PS where the CPU has it and it outruns FMAs (measured once: on Zen 5 it does twice the
 // multiply-adds; on Sapphire Rapids half), else the widest float32 micro-kernels.
 AnyFamily best_bfloat16_family() {
-  if (kAvx512Bf16.supported() && vdpbf16ps_speedup() > 1.1) return kAvx512Bf16;
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  if (pairs && pairs->supported() && vdpbf16ps_speedup() > 1.1) return *pairs;
   return first_supported(kRoundedFamilies);
 }
 
@@ -62,11 +82,12 @@ AnyFamily family_named(const char* name) {
   const auto called = [name](const char* family_name) {
     return family_name == name || std::strcmp(family_name, name) == 0;
   };
-  for (const auto* families : {&kFloat32Families, &kRoundedFamilies})
-    for (const KernelFamily<float>* family : *families)
+  for (const FamilyList families : {FamilyList(kFloat32Families), FamilyList(kRoundedFamilies)})
+    for (const KernelFamily<float>* family : families)
       if (called(family->name)) return *family;
-  GPT_CHECK(called(kAvx512Bf16.name), std::string("no GEMM kernel called ") + name);
-  return kAvx512Bf16;
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  GPT_CHECK(pairs && called(pairs->name), std::string("no GEMM kernel called ") + name);
+  return *pairs;
 }
 
 }  // namespace gemm_detail
@@ -76,8 +97,10 @@ using gemm_detail::gemm_family;
 std::vector<const char*> gemm_kernels(Dtype inputs) {
   using namespace gemm_detail;
   std::vector<const char*> names;
-  if (inputs == Dtype::bfloat16 && kAvx512Bf16.supported()) names.push_back(kAvx512Bf16.name);
-  for (const KernelFamily<float>* family : inputs == Dtype::float32 ? kFloat32Families : kRoundedFamilies)
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  if (inputs == Dtype::bfloat16 && pairs && pairs->supported()) names.push_back(pairs->name);
+  for (const KernelFamily<float>* family :
+       inputs == Dtype::float32 ? FamilyList(kFloat32Families) : FamilyList(kRoundedFamilies))
     if (family->supported()) names.push_back(family->name);
   return names;
 }
@@ -103,7 +126,10 @@ const char* gemm_kernel_name(Dtype inputs) { return gemm_family(inputs).name(); 
 
 int gemm_vector_width() { return gemm_detail::float32_family().vector_width; }
 
-bool gemm_bfloat16_uses_vdpbf16ps() { return gemm_family(Dtype::bfloat16).name() == gemm_detail::kAvx512Bf16.name; }
+bool gemm_bfloat16_uses_vdpbf16ps() {
+  const gemm_detail::KernelFamily<uint32_t>* pairs = gemm_detail::vdpbf16ps_family();
+  return pairs && gemm_family(Dtype::bfloat16).name() == pairs->name;
+}
 
 std::string describe_matmul(Dtype inputs) {
   if (inputs == Dtype::float32)

@@ -1,7 +1,7 @@
 // A GEMM micro-kernel family: the register tile, the micro-kernels for 1 .. MR rows, the packing
 // they read, and how they get the bfloat16 arithmetic. Each family is defined in its own file
-// (portable.cpp, avx2.cpp, avx512.cpp, avx512_bf16.cpp) and listed in dispatch.cpp, which picks
-// one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
+// (portable.cpp; avx2.cpp, avx512.cpp, avx512_bf16.cpp on x86-64; neon.cpp on aarch64) and listed
+// in dispatch.cpp, which picks one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
 //
 // Every micro-kernel computes c[rows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
 // with one fused multiply-add per term in k order, so all of them round identically. A is read
@@ -81,5 +81,6 @@ extern const KernelFamily<float> kPortable, kPortableRounded;
 extern const KernelFamily<float> kAvx2, kAvx2Rounded;
 extern const KernelFamily<float> kAvx512, kAvx512Rounded;
 extern const KernelFamily<uint32_t> kAvx512Bf16;
+extern const KernelFamily<float> kNeon;  // aarch64; bfloat16 inputs run on kPortableRounded there
 
 }  // namespace gpt::gemm_detail
