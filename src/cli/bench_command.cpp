@@ -38,7 +38,11 @@ struct BenchOptions {
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
+#if defined(__APPLE__)
+  return static_cast<double>(usage.ru_maxrss) / (1024.0 * 1024.0);  // macOS reports bytes
+#else
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+#endif
 }
 
 int run_bench(BenchOptions& options) {

@@ -1,6 +1,10 @@
 #include "core/memory.h"
 
+#if defined(__linux__)
 #include <sys/sysinfo.h>
+#elif defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
 
 #include <cstdint>
 #include <cstdio>
@@ -22,10 +26,20 @@ std::string byte_size(double bytes) {
   return text;
 }
 
+// 0 where unknown.
 std::size_t system_memory_bytes() {
+#if defined(__linux__)
   struct sysinfo info {};
   if (::sysinfo(&info) != 0) return 0;
   return (static_cast<std::size_t>(info.totalram) + static_cast<std::size_t>(info.totalswap)) * info.mem_unit;
+#elif defined(__APPLE__)
+  uint64_t bytes = 0;
+  std::size_t size = sizeof bytes;
+  if (::sysctlbyname("hw.memsize", &bytes, &size, nullptr, 0) != 0) return 0;
+  return static_cast<std::size_t>(bytes);  // RAM only: macOS swaps to files it grows on demand
+#else
+  return 0;
+#endif
 }
 
 AllocationFailure::AllocationFailure(double bytes, const std::string& purpose)

@@ -2,12 +2,17 @@
 
 #include "core/check.h"
 
-#if defined(__x86_64__)
+#if GPT_X86_64
 #include <cpuid.h>
 #endif
-#if defined(__linux__)
+#if GPT_X86_64 && defined(__linux__)
 #include <sys/syscall.h>
 #include <unistd.h>
+#endif
+#if GPT_AARCH64 && defined(__linux__)
+#include <sys/auxv.h>
+#elif GPT_AARCH64 && defined(__APPLE__)
+#include <sys/sysctl.h>
 #endif
 
 namespace gpt {
@@ -18,7 +23,7 @@ namespace {
 // only for a process that asks (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16+), and a
 // tile instruction before that dies with SIGILL. The grant covers every thread of the process.
 bool amx_bf16_usable() {
-#if defined(__x86_64__) && defined(__linux__) && defined(SYS_arch_prctl)
+#if GPT_X86_64 && defined(__linux__) && defined(SYS_arch_prctl)
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
   constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
@@ -30,14 +35,32 @@ bool amx_bf16_usable() {
 #endif
 }
 
+#if GPT_AARCH64
+bool aarch64_has_neon() {
+#if defined(__linux__)
+  return (getauxval(AT_HWCAP) & (1ul << 1)) != 0;  // HWCAP_ASIMD
+#elif defined(__APPLE__)
+  int value = 0;
+  size_t size = sizeof value;
+  return sysctlbyname("hw.optional.AdvSIMD", &value, &size, nullptr, 0) == 0 && value != 0;
+#else
+  return false;
+#endif
+}
+#endif
+
 CpuFeatures detect() {
-  __builtin_cpu_init();
   CpuFeatures f;
+#if GPT_X86_64
+  __builtin_cpu_init();
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512f && __builtin_cpu_supports("avx512bf16");
+#elif GPT_AARCH64
+  f.neon = aarch64_has_neon();
+#endif
   f.amx_bf16 = amx_bf16_usable();
   return f;
 }
@@ -63,6 +86,8 @@ const char* vector_isa_name(VectorIsa isa) {
       return "avx512";
     case VectorIsa::avx2:
       return "avx2";
+    case VectorIsa::neon:
+      return "neon";
     case VectorIsa::baseline:
       break;
   }
@@ -75,6 +100,8 @@ bool cpu_supports(VectorIsa isa) {
       return cpu_features().avx512f && cpu_features().avx512dq;
     case VectorIsa::avx2:
       return cpu_features().avx2;
+    case VectorIsa::neon:
+      return cpu_features().neon;
     case VectorIsa::baseline:
       break;
   }

@@ -1,8 +1,18 @@
 // What this CPU can run, detected once at run time, and which code path the vector kernels take.
 // The GEMM's micro-kernel families (kernels/gemm/dispatch.cpp) and the row and range kernels
 // (dropout masks, softmax rows, layernorm rows) choose from these flags; nothing else asks the CPU.
-// x86-64 today; aarch64 detection (NEON, SVE) belongs here too.
+// x86-64 (cpuid) and aarch64 (getauxval on Linux, sysctlbyname on macOS); on any other CPU only
+// the portable code runs.
 #pragma once
+
+// The architecture the code is compiled for: x86-64 compiles the x86 paths (target attributes,
+// <immintrin.h>), aarch64 the NEON ones (<arm_neon.h>); each family file of kernels/gemm/ is built
+// only for its architecture (src/CMakeLists.txt).
+#if defined(__x86_64__) || defined(_M_X64)
+#define GPT_X86_64 1
+#elif defined(__aarch64__) || defined(_M_ARM64)
+#define GPT_AARCH64 1
+#endif
 
 namespace gpt {
 
@@ -15,14 +25,23 @@ struct CpuFeatures {
   // AMX tiles with TDPBF16PS, usable by this process: the CPU has them and Linux granted the
   // tile state (asked once, when the features are first read).
   bool amx_bf16 = false;
+  bool neon = false;  // aarch64's Advanced SIMD (every aarch64 CPU has it)
 };
 const CpuFeatures& cpu_features();
 
 // The row and range kernels are compiled once per instruction set and the best one this CPU has
 // runs. Each path computes the same bits (integer hashing, or float arithmetic in a fixed order
 // without FMA contraction), which the tests check by running every path this CPU supports.
-enum class VectorIsa { avx512, avx2, baseline };
+// On aarch64 NEON is part of the baseline: the compiler vectorises the baseline paths with it, so
+// the neon path differs only where a kernel has NEON code of its own (dropout masks).
+enum class VectorIsa { avx512, avx2, neon, baseline };
+#if GPT_X86_64
 inline constexpr VectorIsa kVectorIsas[] = {VectorIsa::avx512, VectorIsa::avx2, VectorIsa::baseline};
+#elif GPT_AARCH64
+inline constexpr VectorIsa kVectorIsas[] = {VectorIsa::neon, VectorIsa::baseline};
+#else
+inline constexpr VectorIsa kVectorIsas[] = {VectorIsa::baseline};
+#endif
 const char* vector_isa_name(VectorIsa isa);
 bool cpu_supports(VectorIsa isa);
 // The calling thread's path: the forced one (a ForcedVectorIsaScope), else the best this CPU
@@ -42,16 +61,32 @@ class ForcedVectorIsaScope {
   VectorIsa isa_;
 };
 
-// One function per VectorIsa, the one for `isa`.
+// One function per VectorIsa of this architecture, the one for `isa`.
 template <typename Function>
 Function vector_path(VectorIsa isa, Function avx512, Function avx2, Function baseline) {
   return isa == VectorIsa::avx512 ? avx512 : isa == VectorIsa::avx2 ? avx2 : baseline;
 }
+template <typename Function>
+Function vector_path(VectorIsa isa, Function neon, Function baseline) {
+  return isa == VectorIsa::neon ? neon : baseline;
+}
 
-// The target attributes of the VectorIsa paths (AVX-512DQ has the 64-bit multiplies dropout's
-// hash needs), and the inlining that puts a shared body into each of them.
+// The calling thread's path of a kernel whose functions are NAME_avx512, NAME_avx2 and
+// NAME_baseline on x86-64, NAME_neon and NAME_baseline on aarch64, NAME_baseline elsewhere.
+#if GPT_X86_64
+#define GPT_VECTOR_PATH(name) ::gpt::vector_path(::gpt::vector_isa(), name##_avx512, name##_avx2, name##_baseline)
+#elif GPT_AARCH64
+#define GPT_VECTOR_PATH(name) ::gpt::vector_path(::gpt::vector_isa(), name##_neon, name##_baseline)
+#else
+#define GPT_VECTOR_PATH(name) name##_baseline
+#endif
+
+// The target attributes of the x86 VectorIsa paths (AVX-512DQ has the 64-bit multiplies dropout's
+// hash needs), and the inlining that puts a shared body into each path.
+#if GPT_X86_64
 #define GPT_TARGET_AVX512 __attribute__((target("avx512f,avx512dq")))
 #define GPT_TARGET_AVX2 __attribute__((target("avx2")))
+#endif
 #define GPT_ALWAYS_INLINE inline __attribute__((always_inline))
 
 }  // namespace gpt

@@ -1,17 +1,21 @@
 #include "kernels/dropout_mask.h"
 
-#include <immintrin.h>
-
 #include <cmath>
 
 #include "kernels/cpu_features.h"
+
+#if GPT_X86_64
+#include <immintrin.h>
+#elif GPT_AARCH64
+#include <arm_neon.h>
+#endif
 
 namespace gpt {
 
 namespace {
 
 // The loops, inlined into one function per instruction set. AVX-512DQ has the 64-bit multiplies
-// the hash needs (vpmullq); AVX2 builds them from 32-bit ones.
+// the hash needs (vpmullq); AVX2 and NEON build them from 32-bit ones.
 template <bool Accumulate>
 GPT_ALWAYS_INLINE void dropout_loop(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
   const uint64_t seed = keys.seed;
@@ -28,6 +32,7 @@ GPT_ALWAYS_INLINE void dropout_loop(const DropoutKeys& keys, uint64_t first, con
 
 using DropoutLoop = void (*)(const DropoutKeys&, uint64_t, const float*, float*, int64_t);
 
+#if GPT_X86_64
 template <bool Accumulate>
 GPT_TARGET_AVX512 void dropout_loop_avx512(const DropoutKeys& keys, uint64_t first, const float* in, float* out,
                                            int64_t n) {
@@ -75,6 +80,52 @@ GPT_TARGET_AVX2 void dropout_loop_avx2(const DropoutKeys& keys, uint64_t first, 
   }
   dropout_loop<Accumulate>(keys, first + static_cast<uint64_t>(j), in + j, out + j, n - j);
 }
+#elif GPT_AARCH64
+// NEON has no 64-bit lane multiply either: the AVX2 loop's construction, two lanes per register.
+inline uint64x2_t multiply_low64(uint64x2_t a, uint32x2_t b_low, uint32x2_t b_high) {
+  const uint32x2_t a_low = vmovn_u64(a), a_high = vshrn_n_u64(a, 32);
+  const uint64x2_t cross = vmlal_u32(vmull_u32(a_high, b_low), a_low, b_high);
+  return vaddq_u64(vmull_u32(a_low, b_low), vshlq_n_u64(cross, 32));
+}
+
+// splitmix64's output, top 24 bits, for two states.
+inline uint64x2_t hash_bits(uint64x2_t z) {
+  const uint64_t mix1 = 0xBF58476D1CE4E5B9ull, mix2 = 0x94D049BB133111EBull;
+  const uint32x2_t mix1_low = vdup_n_u32(static_cast<uint32_t>(mix1)), mix1_high = vdup_n_u32(mix1 >> 32);
+  const uint32x2_t mix2_low = vdup_n_u32(static_cast<uint32_t>(mix2)), mix2_high = vdup_n_u32(mix2 >> 32);
+  z = multiply_low64(veorq_u64(z, vshrq_n_u64(z, 30)), mix1_low, mix1_high);
+  z = multiply_low64(veorq_u64(z, vshrq_n_u64(z, 27)), mix2_low, mix2_high);
+  return vshrq_n_u64(veorq_u64(z, vshrq_n_u64(z, 31)), 40);
+}
+
+// Four elements at a time: two registers of states, their decisions narrowed into one mask.
+template <bool Accumulate>
+void dropout_loop_neon(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
+  const uint64x2_t threshold = vdupq_n_u64(keys.threshold);
+  const uint64x2_t four_steps = vdupq_n_u64(4 * kSplitmixIncrement);
+  const float32x4_t scale = vdupq_n_f32(keys.keep_scale);
+  // The states seed + (first + j + 1) * increment of elements j, j + 1 and j + 2, j + 3.
+  const uint64_t state0 = keys.seed + (first + 1) * kSplitmixIncrement;
+  const uint64_t pairs[4] = {state0, state0 + kSplitmixIncrement, state0 + 2 * kSplitmixIncrement,
+                             state0 + 3 * kSplitmixIncrement};
+  uint64x2_t low = vld1q_u64(pairs), high = vld1q_u64(pairs + 2);
+  int64_t j = 0;
+  for (; j + 4 <= n; j += 4) {
+    const uint32x4_t kept =
+        vcombine_u32(vmovn_u64(vcgeq_u64(hash_bits(low), threshold)), vmovn_u64(vcgeq_u64(hash_bits(high), threshold)));
+    const float32x4_t scaled = vmulq_f32(vld1q_f32(in + j), scale);
+    if constexpr (Accumulate) {
+      const float32x4_t acc = vld1q_f32(out + j);
+      vst1q_f32(out + j, vbslq_f32(kept, vaddq_f32(acc, scaled), acc));
+    } else {
+      vst1q_f32(out + j, vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(scaled), kept)));
+    }
+    low = vaddq_u64(low, four_steps);
+    high = vaddq_u64(high, four_steps);
+  }
+  dropout_loop<Accumulate>(keys, first + static_cast<uint64_t>(j), in + j, out + j, n - j);
+}
+#endif
 template <bool Accumulate>
 void dropout_loop_baseline(const DropoutKeys& keys, uint64_t first, const float* in, float* out, int64_t n) {
   dropout_loop<Accumulate>(keys, first, in, out, n);
@@ -82,8 +133,14 @@ void dropout_loop_baseline(const DropoutKeys& keys, uint64_t first, const float*
 
 template <bool Accumulate>
 DropoutLoop loop() {
+#if GPT_X86_64
   return vector_path<DropoutLoop>(vector_isa(), dropout_loop_avx512<Accumulate>, dropout_loop_avx2<Accumulate>,
                                   dropout_loop_baseline<Accumulate>);
+#elif GPT_AARCH64
+  return vector_path<DropoutLoop>(vector_isa(), dropout_loop_neon<Accumulate>, dropout_loop_baseline<Accumulate>);
+#else
+  return dropout_loop_baseline<Accumulate>;
+#endif
 }
 
 }  // namespace

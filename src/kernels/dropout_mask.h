@@ -2,9 +2,9 @@
 // when the top 24 bits of splitmix64's output at step index + 1 (from state `seed`) reach
 // `threshold` = ceil(p * 2^24), the integer form of "uniform [0, 1) >= p". Any element's
 // decision is computed directly, on any thread, so masks do not depend on the thread count.
-// The range kernels have an AVX-512, an AVX2 and a baseline loop, picked at run time on the calling
-// thread (kernels/cpu_features.h: VectorIsa); the hash is integer arithmetic, so every loop gives
-// the same decisions as dropout_kept.
+// The range kernels have an AVX-512, an AVX2 and a baseline loop on x86-64, a NEON and a baseline
+// loop on aarch64, picked at run time on the calling thread (kernels/cpu_features.h: VectorIsa);
+// the hash is integer arithmetic, so every loop gives the same decisions as dropout_kept.
 #pragma once
 
 #include <cstdint>

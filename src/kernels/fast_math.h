@@ -79,5 +79,10 @@ inline float fast_tanh(float x) {
 // Elementwise loops get AVX-512, AVX2 and baseline clones chosen at load time; without FMA
 // contraction all clones compute the same bits. The loader picks one clone for the process, so
 // tests can run only that one: kernels whose paths tests compare with each other are compiled per
-// VectorIsa instead (kernels/cpu_features.h).
+// VectorIsa instead (kernels/cpu_features.h). Elsewhere (aarch64: NEON is every CPU's baseline)
+// one build serves.
+#if defined(__x86_64__) && !defined(__APPLE__)
 #define GPT_VECTOR_CLONES __attribute__((target_clones("avx512f", "avx2", "default")))
+#else
+#define GPT_VECTOR_CLONES
+#endif

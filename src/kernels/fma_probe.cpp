@@ -1,6 +1,5 @@
 #include "kernels/fma_probe.h"
 
-#include <immintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -11,11 +10,19 @@
 #include "kernels/gemm.h"
 #include "kernels/gemm/kernel_family.h"
 
+#if GPT_X86_64
+#include <immintrin.h>
+#elif GPT_AARCH64
+#include <arm_neon.h>
+#endif
+
 namespace gpt {
 
 namespace {
 
 volatile double g_probe_sink = 0.0;
+
+#if GPT_X86_64
 
 // 12 independent accumulators hide the FMA latency (4-5 cycles at 2 per cycle needs >= 10).
 __attribute__((target("avx2,fma"))) double fma_chains_avx2(long rounds) {
@@ -59,10 +66,25 @@ __attribute__((target("avx512f,avx512bf16"))) double dpbf16_chains(long rounds) 
     for (auto& x : acc) x = _mm512_dpbf16_ps(x, a, b);
   return first_lanes_sum(acc);
 }
+#elif GPT_AARCH64
+// 12 independent chains of vfmaq_f32 (4 lanes): enough for 4 FMA pipes of 3-4 cycles' latency on
+// the widest current cores.
+double fma_chains_neon(long rounds) {
+  float32x4_t acc[12];
+  for (int i = 0; i < 12; ++i) acc[i] = vdupq_n_f32(static_cast<float>(i));
+  const float32x4_t a = vdupq_n_f32(0.999999f), b = vdupq_n_f32(1e-7f);
+  for (long r = 0; r < rounds; ++r)
+    for (auto& x : acc) x = vfmaq_f32(b, x, a);
+  float sink = 0;
+  for (auto& x : acc) sink += vgetq_lane_f32(x, 0);
+  return sink;
+}
+#endif
 
 }  // namespace
 
 double vdpbf16ps_speedup() {
+#if GPT_X86_64
   if (!cpu_features().avx512bf16) return 0.0;
   auto best_seconds = [](auto chains) {
     chains(20000);  // warm up
@@ -77,6 +99,9 @@ double vdpbf16ps_speedup() {
   // The same number of instructions: VDPBF16PS does 2 multiply-adds per lane, an FMA 1.
   const double dp = best_seconds(dpbf16_chains), fma = best_seconds(fma_chains_avx512);
   return 2.0 * fma / dp;
+#else
+  return 0.0;
+#endif
 }
 
 double measure_peak_gflops(Dtype inputs, double seconds) {
@@ -85,9 +110,15 @@ double measure_peak_gflops(Dtype inputs, double seconds) {
   const bool amx = inputs == Dtype::bfloat16 && std::strcmp(gemm_kernel_name(inputs), kAmxKernel) == 0;
   const bool bf16 = inputs == Dtype::bfloat16 && gemm_bfloat16_uses_vdpbf16ps();
   auto run = [&](long rounds) {
+#if GPT_X86_64
     if (amx) return gemm_detail::amx_tile_chains(rounds);
     if (bf16) return dpbf16_chains(rounds);
     return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds);
+#elif GPT_AARCH64
+    return fma_chains_neon(rounds);
+#else
+    return 0.0 * static_cast<double>(rounds);
+#endif
   };
   // Per round: four tile products of 16 x 16 x 32 multiply-adds, or 12 vector instructions.
   const double flops_per_round = amx ? 4 * 16 * 16 * 32 * 2.0 : 12.0 * width * (bf16 ? 4.0 : 2.0);

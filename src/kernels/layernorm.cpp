@@ -41,16 +41,13 @@ GPT_ALWAYS_INLINE void layernorm_row_backward(const float* x, const float* w, fl
 }
 
 // Each instruction set's rows (kernels/cpu_features.h: VectorIsa).
+#if GPT_X86_64
 GPT_TARGET_AVX512 void layernorm_row_avx512(const float* x, const float* w, const float* b, float* y, float* mean,
                                             float* rstd, int64_t C) {
   layernorm_row(x, w, b, y, mean, rstd, C);
 }
 GPT_TARGET_AVX2 void layernorm_row_avx2(const float* x, const float* w, const float* b, float* y, float* mean,
                                         float* rstd, int64_t C) {
-  layernorm_row(x, w, b, y, mean, rstd, C);
-}
-void layernorm_row_baseline(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
-                            int64_t C) {
   layernorm_row(x, w, b, y, mean, rstd, C);
 }
 GPT_TARGET_AVX512 void layernorm_row_backward_avx512(const float* x, const float* w, float m, float s, const float* dy,
@@ -61,6 +58,19 @@ GPT_TARGET_AVX2 void layernorm_row_backward_avx2(const float* x, const float* w,
                                                  float* dx, int64_t C) {
   layernorm_row_backward(x, w, m, s, dy, dx, C);
 }
+#elif GPT_AARCH64
+void layernorm_row_neon(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t C) {
+  layernorm_row(x, w, b, y, mean, rstd, C);
+}
+void layernorm_row_backward_neon(const float* x, const float* w, float m, float s, const float* dy, float* dx,
+                                 int64_t C) {
+  layernorm_row_backward(x, w, m, s, dy, dx, C);
+}
+#endif
+void layernorm_row_baseline(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd,
+                            int64_t C) {
+  layernorm_row(x, w, b, y, mean, rstd, C);
+}
 void layernorm_row_backward_baseline(const float* x, const float* w, float m, float s, const float* dy, float* dx,
                                      int64_t C) {
   layernorm_row_backward(x, w, m, s, dy, dx, C);
@@ -70,7 +80,7 @@ void layernorm_row_backward_baseline(const float* x, const float* w, float m, fl
 
 void layernorm_forward(const float* x, const float* w, const float* b, float* y, float* mean, float* rstd, int64_t rows,
                        int64_t C) {
-  const auto row = vector_path(vector_isa(), layernorm_row_avx512, layernorm_row_avx2, layernorm_row_baseline);
+  const auto row = GPT_VECTOR_PATH(layernorm_row);
 #pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, b, y + r * C, mean + r, rstd + r, C);
 }
@@ -79,8 +89,7 @@ void layernorm_forward(const float* x, const float* w, const float* b, float* y,
 void layernorm_backward(const float* x, const float* w, const float* mean, const float* rstd, const float* dy,
                         float* dx, float* dw, float* db, int64_t rows, int64_t C) {
   if (dx) {
-    const auto row = vector_path(vector_isa(), layernorm_row_backward_avx512, layernorm_row_backward_avx2,
-                                 layernorm_row_backward_baseline);
+    const auto row = GPT_VECTOR_PATH(layernorm_row_backward);
 #pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
     for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, mean[r], rstd[r], dy + r * C, dx + r * C, C);
   }

@@ -32,13 +32,11 @@ GPT_ALWAYS_INLINE void rmsnorm_row_backward(const float* x, const float* w, floa
 }
 
 // Each instruction set's rows (kernels/cpu_features.h: VectorIsa).
+#if GPT_X86_64
 GPT_TARGET_AVX512 void rmsnorm_row_avx512(const float* x, const float* w, float* y, float* rstd, int64_t C) {
   rmsnorm_row(x, w, y, rstd, C);
 }
 GPT_TARGET_AVX2 void rmsnorm_row_avx2(const float* x, const float* w, float* y, float* rstd, int64_t C) {
-  rmsnorm_row(x, w, y, rstd, C);
-}
-void rmsnorm_row_baseline(const float* x, const float* w, float* y, float* rstd, int64_t C) {
   rmsnorm_row(x, w, y, rstd, C);
 }
 GPT_TARGET_AVX512 void rmsnorm_row_backward_avx512(const float* x, const float* w, float s, const float* dy, float* dx,
@@ -49,6 +47,17 @@ GPT_TARGET_AVX2 void rmsnorm_row_backward_avx2(const float* x, const float* w, f
                                                int64_t C) {
   rmsnorm_row_backward(x, w, s, dy, dx, C);
 }
+#elif GPT_AARCH64
+void rmsnorm_row_neon(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  rmsnorm_row(x, w, y, rstd, C);
+}
+void rmsnorm_row_backward_neon(const float* x, const float* w, float s, const float* dy, float* dx, int64_t C) {
+  rmsnorm_row_backward(x, w, s, dy, dx, C);
+}
+#endif
+void rmsnorm_row_baseline(const float* x, const float* w, float* y, float* rstd, int64_t C) {
+  rmsnorm_row(x, w, y, rstd, C);
+}
 void rmsnorm_row_backward_baseline(const float* x, const float* w, float s, const float* dy, float* dx, int64_t C) {
   rmsnorm_row_backward(x, w, s, dy, dx, C);
 }
@@ -56,7 +65,7 @@ void rmsnorm_row_backward_baseline(const float* x, const float* w, float s, cons
 }  // namespace
 
 void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, int64_t rows, int64_t C) {
-  const auto row = vector_path(vector_isa(), rmsnorm_row_avx512, rmsnorm_row_avx2, rmsnorm_row_baseline);
+  const auto row = GPT_VECTOR_PATH(rmsnorm_row);
 #pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, y + r * C, rstd + r, C);
 }
@@ -65,8 +74,7 @@ void rmsnorm_forward(const float* x, const float* w, float* y, float* rstd, int6
 void rmsnorm_backward(const float* x, const float* w, const float* rstd, const float* dy, float* dx, float* dw,
                       int64_t rows, int64_t C) {
   if (dx) {
-    const auto row = vector_path(vector_isa(), rmsnorm_row_backward_avx512, rmsnorm_row_backward_avx2,
-                                 rmsnorm_row_backward_baseline);
+    const auto row = GPT_VECTOR_PATH(rmsnorm_row_backward);
 #pragma omp parallel for schedule(static) if (rows * C > kParallelMinRowReduction)
     for (int64_t r = 0; r < rows; ++r) row(x + r * C, w, rstd[r], dy + r * C, dx + r * C, C);
   }

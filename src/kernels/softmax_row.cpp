@@ -19,18 +19,22 @@ GPT_ALWAYS_INLINE void softmax_row_body(float* row, int64_t n, int64_t width, fl
   for (int64_t j = 0; j < width; ++j) row[j] *= inv;
 }
 
+#if GPT_X86_64
 GPT_TARGET_AVX512 void softmax_row_avx512(float* row, int64_t n, int64_t width, float scale) {
   softmax_row_body(row, n, width, scale);
 }
 GPT_TARGET_AVX2 void softmax_row_avx2(float* row, int64_t n, int64_t width, float scale) {
   softmax_row_body(row, n, width, scale);
 }
+#elif GPT_AARCH64
+void softmax_row_neon(float* row, int64_t n, int64_t width, float scale) { softmax_row_body(row, n, width, scale); }
+#endif
 void softmax_row_baseline(float* row, int64_t n, int64_t width, float scale) { softmax_row_body(row, n, width, scale); }
 
 }  // namespace
 
 void softmax_row(float* row, int64_t n, int64_t width, float scale) {
-  vector_path(vector_isa(), softmax_row_avx512, softmax_row_avx2, softmax_row_baseline)(row, n, width, scale);
+  GPT_VECTOR_PATH(softmax_row)(row, n, width, scale);
 }
 
 }  // namespace gpt

@@ -7,6 +7,10 @@
 
 #include <unistd.h>
 
+#if defined(__APPLE__)
+#include <sys/sysctl.h>
+#endif
+
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -35,7 +39,13 @@ void RunReporter::write_metrics(const std::string& json_line) {
 
 namespace {
 
+// Linux's /proc/cpuinfo names x86 CPUs ("model name"), not ARM ones; macOS has a sysctl.
 std::string cpu_model() {
+#if defined(__APPLE__)
+  char brand[256] = {};
+  std::size_t size = sizeof brand - 1;
+  if (::sysctlbyname("machdep.cpu.brand_string", brand, &size, nullptr, 0) == 0 && brand[0]) return brand;
+#endif
   std::ifstream in("/proc/cpuinfo");
   for (std::string line; std::getline(in, line);)
     if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);

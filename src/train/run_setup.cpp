@@ -164,7 +164,8 @@ class RunSetup {
         "resuming with the \"{}\" bfloat16 arithmetic the run was trained with{}; set bf16_arithmetic to "
         "\"{}\" to continue faster, with other bits",
         bf16_arithmetic_name(recorded),
-        recorded == Bf16Arithmetic::tiles ? ", which this CPU can only emulate (exact, and about 100 times slower)" : "",
+        recorded == Bf16Arithmetic::tiles ? ", which this CPU can only emulate (exact, and about 100 times slower)"
+                                          : "",
         bf16_arithmetic_name(fastest));
   }
 

@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,12 +19,32 @@ namespace gemm_detail {
 namespace {
 
 // Fastest first; for float32 the first one this CPU supports runs. A new family (AMX, NEON) is
-// its own file, declared in kernel_family.h and listed here.
+// its own file, declared in kernel_family.h and listed here; each architecture lists its own.
+#if GPT_X86_64
 constexpr const KernelFamily<float>* kFloat32Families[] = {&kAvx512, &kAvx2, &kPortable};
 // bfloat16 inputs: VDPBF16PS (kAvx512Bf16), else these float32 micro-kernels on rounded inputs.
 constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kAvx512Rounded, &kAvx2Rounded, &kPortableRounded};
 // The tiles arithmetic: AMX, else its emulation.
 constexpr const KernelFamily<uint32_t>* kTilesFamilies[] = {&kAmxBf16, &kPortableAmxBf16};
+#elif GPT_AARCH64
+constexpr const KernelFamily<float>* kFloat32Families[] = {&kNeon, &kPortable};
+constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kPortableRounded};
+constexpr const KernelFamily<uint32_t>* kTilesFamilies[] = {&kPortableAmxBf16};
+#else
+constexpr const KernelFamily<float>* kFloat32Families[] = {&kPortable};
+constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kPortableRounded};
+constexpr const KernelFamily<uint32_t>* kTilesFamilies[] = {&kPortableAmxBf16};
+#endif
+using FamilyList = std::span<const KernelFamily<float>* const>;
+
+// VDPBF16PS's family where the architecture has one, else null.
+const KernelFamily<uint32_t>* vdpbf16ps_family() {
+#if GPT_X86_64
+  return &kAvx512Bf16;
+#else
+  return nullptr;
+#endif
+}
 
 // The last family of each list, the portable one, runs anywhere.
 template <std::size_t N>
@@ -36,7 +57,8 @@ const KernelFamily<float>& first_supported(const KernelFamily<float>* const (&fa
 // VDPBF16PS where the CPU has it and it outruns FMAs (measured once: on Zen 5 it does twice the
 // multiply-adds; on Sapphire Rapids half), else the widest float32 micro-kernels.
 AnyFamily best_bfloat16_family() {
-  if (kAvx512Bf16.supported() && vdpbf16ps_speedup() > 1.1) return kAvx512Bf16;
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  if (pairs && pairs->supported() && vdpbf16ps_speedup() > 1.1) return *pairs;
   return first_supported(kRoundedFamilies);
 }
 
@@ -48,7 +70,12 @@ AnyFamily& forced(Dtype inputs) { return t_forced[inputs == Dtype::bfloat16 ? 1 
 // The process's bfloat16 arithmetic, as set (automatic until then).
 std::atomic<int> g_bf16_arithmetic{static_cast<int>(Bf16Arithmetic::automatic)};
 
-AnyFamily tiles_family() { return kAmxBf16.supported() ? kAmxBf16 : kPortableAmxBf16; }
+// The first tiles family this CPU runs (the last, the emulation, runs anywhere).
+AnyFamily tiles_family() {
+  for (const KernelFamily<uint32_t>* family : kTilesFamilies)
+    if (family->supported()) return *family;
+  return kPortableAmxBf16;
+}
 
 }  // namespace
 
@@ -71,13 +98,14 @@ AnyFamily family_named(const char* name) {
   const auto called = [name](const char* family_name) {
     return family_name == name || std::strcmp(family_name, name) == 0;
   };
-  for (const auto* families : {&kFloat32Families, &kRoundedFamilies})
-    for (const KernelFamily<float>* family : *families)
+  for (const FamilyList families : {FamilyList(kFloat32Families), FamilyList(kRoundedFamilies)})
+    for (const KernelFamily<float>* family : families)
       if (called(family->name)) return *family;
   for (const KernelFamily<uint32_t>* family : kTilesFamilies)
     if (called(family->name)) return *family;
-  GPT_CHECK(called(kAvx512Bf16.name), std::string("no GEMM kernel called ") + name);
-  return kAvx512Bf16;
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  GPT_CHECK(pairs && called(pairs->name), std::string("no GEMM kernel called ") + name);
+  return *pairs;
 }
 
 }  // namespace gemm_detail
@@ -101,14 +129,15 @@ std::vector<const char*> bfloat16_kernels(Bf16Arithmetic arithmetic) {
       if (family->supported()) names.push_back(family->name);
     return names;
   }
-  if (kAvx512Bf16.supported()) names.push_back(kAvx512Bf16.name);
+  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
+  if (pairs && pairs->supported()) names.push_back(pairs->name);
   for (const KernelFamily<float>* family : kRoundedFamilies)
     if (family->supported()) names.push_back(family->name);
   return names;
 }
 
 Bf16Arithmetic fastest_bf16_arithmetic() {
-  return gemm_detail::kAmxBf16.supported() ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
+  return cpu_features().amx_bf16 ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
 }
 
 Bf16Arithmetic bf16_arithmetic() {
@@ -144,7 +173,10 @@ const char* gemm_kernel_name(Dtype inputs) { return gemm_family(inputs).name(); 
 
 int gemm_vector_width() { return gemm_detail::float32_family().vector_width; }
 
-bool gemm_bfloat16_uses_vdpbf16ps() { return gemm_family(Dtype::bfloat16).name() == gemm_detail::kAvx512Bf16.name; }
+bool gemm_bfloat16_uses_vdpbf16ps() {
+  const gemm_detail::KernelFamily<uint32_t>* pairs = gemm_detail::vdpbf16ps_family();
+  return pairs && gemm_family(Dtype::bfloat16).name() == pairs->name;
+}
 
 std::string describe_matmul(Dtype inputs) {
   if (inputs == Dtype::float32)
@@ -152,9 +184,8 @@ std::string describe_matmul(Dtype inputs) {
   const std::string line =
       std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
   if (bf16_arithmetic() == Bf16Arithmetic::tiles)
-    return line + (gemm_detail::kAmxBf16.supported()
-                       ? ", AMX tiles)"
-                       : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
+    return line + (cpu_features().amx_bf16 ? ", AMX tiles)"
+                                           : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
   if (gemm_bfloat16_uses_vdpbf16ps()) return line + ")";
   if (cpu_features().avx512bf16) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
   return line + "; no AVX512_BF16 here: no faster than float32)";

@@ -1,7 +1,8 @@
 // A GEMM micro-kernel family: the register tile, the micro-kernels for 1 .. MR rows, the packing
 // they read, and how they get the bfloat16 arithmetic. Each family is defined in its own file
-// (portable.cpp, avx2.cpp, avx512.cpp, avx512_bf16.cpp, amx_bf16.cpp) and listed in dispatch.cpp,
-// which picks one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
+// (portable.cpp, portable_amx_bf16.cpp; avx2.cpp, avx512.cpp, avx512_bf16.cpp, amx_bf16.cpp on
+// x86-64; neon.cpp on aarch64) and listed in dispatch.cpp, which picks one per call; the blocked
+// driver (kernels/gemm.cpp) runs any of them.
 //
 // Every micro-kernel computes c[rows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
 // with one fused multiply-add per term in k order, so all of them round identically; the AMX
@@ -85,8 +86,10 @@ extern const KernelFamily<float> kPortable, kPortableRounded;
 extern const KernelFamily<float> kAvx2, kAvx2Rounded;
 extern const KernelFamily<float> kAvx512, kAvx512Rounded;
 extern const KernelFamily<uint32_t> kAvx512Bf16;
+extern const KernelFamily<float> kNeon;  // aarch64; bfloat16 inputs run on kPortableRounded there
 // The tiles arithmetic: AMX's TDPBF16PS, and the same instructions emulated in C++ (any CPU).
-extern const KernelFamily<uint32_t> kAmxBf16, kPortableAmxBf16;
+extern const KernelFamily<uint32_t> kPortableAmxBf16;
+extern const KernelFamily<uint32_t> kAmxBf16;  // x86-64
 // Four independent chains of `rounds` TDPBF16PS each (16 x 16 x 32 multiply-adds), for the peak
 // probe; only where kAmxBf16 is supported.
 double amx_tile_chains(int64_t rounds);
