@@ -145,6 +145,62 @@ TEST(GptConfig, ModernKeysAreOffByDefaultAndRoundTrip) {
   EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
 }
 
+// pos_encoding, rope_theta, n_kv_head and qk_norm, likewise: absent by default, round-tripped,
+// wrong values rejected naming the key.
+TEST(GptConfig, AttentionKeysAreOffByDefaultAndRoundTrip) {
+  GptConfig config;
+  nlohmann::json j = config.to_json();
+  for (const char* key : {"pos_encoding", "rope_theta", "n_kv_head", "qk_norm"}) EXPECT_FALSE(j.contains(key)) << key;
+  config.n_kv_head = config.n_head;  // the same model as the default: written the same
+  EXPECT_EQ(config.to_json(), j);
+  const GptConfig old = GptConfig::from_json(j, "old");
+  EXPECT_EQ(old.pos_encoding, PosEncoding::learned);
+  EXPECT_EQ(old.kv_heads(), old.n_head);
+  EXPECT_FALSE(old.qk_norm);
+  config.pos_encoding = PosEncoding::rope;
+  config.rope_theta = 500000.0;
+  config.n_kv_head = 2;
+  config.qk_norm = true;
+  j = config.to_json();
+  EXPECT_EQ(j["pos_encoding"], "rope");
+  EXPECT_EQ(j["rope_theta"], 500000.0);
+  EXPECT_EQ(j["n_kv_head"], 2);
+  EXPECT_EQ(j["qk_norm"], true);
+  EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
+  auto expect_rejected = [&](const char* key, const nlohmann::json& value) {
+    nlohmann::json bad = j;
+    bad[key] = value;
+    try {
+      GptConfig::from_json(bad, "bad");
+      ADD_FAILURE() << key << " = " << value.dump() << " accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect_rejected("pos_encoding", "alibi");
+  expect_rejected("rope_theta", 0);
+  expect_rejected("n_kv_head", 4);  // does not divide n_head 6
+  expect_rejected("qk_norm", "yes");
+}
+
+TEST(Gpt, RopeDropsThePositionEmbeddingAndGroupedQueryNarrowsCAttn) {
+  GptConfig config;
+  config.n_layer = 1;
+  config.n_head = 4;
+  config.n_embd = 16;
+  config.block_size = 8;
+  config.vocab_size = 11;
+  config.pos_encoding = PosEncoding::rope;
+  config.n_kv_head = 2;
+  Gpt model(config);
+  ParamStore& params = model.params();
+  EXPECT_EQ(params.index_of("transformer.wpe.weight"), -1);
+  EXPECT_EQ(params.tensor("transformer.h.0.attn.c_attn.weight").shape, (Shape{16 + 2 * 2 * 4, 16}));
+  EXPECT_EQ(static_cast<double>(params.parameter_count()), gpt_parameter_size(config).parameters);
+  EXPECT_EQ(model.rope_table().positions, 8);
+  EXPECT_EQ(model.rope_table().half, 2);
+}
+
 TEST(Gpt, RmsnormKeepsNormWeightNamesWithoutBiases) {
   GptConfig config;
   config.n_layer = 1;

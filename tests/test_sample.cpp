@@ -17,15 +17,23 @@ namespace {
 struct Architecture {
   Norm norm = Norm::layernorm;
   Activation mlp = Activation::gelu;
+  PosEncoding pos_encoding = PosEncoding::learned;
+  int64_t n_head = 2, n_kv_head = 0;
+  bool qk_norm = false;
 };
+// RoPE, grouped-query attention (4 query heads sharing 2 kv heads) and QK-norm together.
+const Architecture kModernAttention{.pos_encoding = PosEncoding::rope, .n_head = 4, .n_kv_head = 2, .qk_norm = true};
 
 std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32,
                                   Architecture arch = {}) {
   GptConfig c;
   c.norm = arch.norm;
   c.mlp = arch.mlp;
+  c.pos_encoding = arch.pos_encoding;
+  c.n_kv_head = arch.n_kv_head;
+  c.qk_norm = arch.qk_norm;
   c.n_layer = 2;
-  c.n_head = 2;
+  c.n_head = arch.n_head;
   c.n_embd = 16;
   c.block_size = block_size;
   c.vocab_size = 13;
@@ -147,21 +155,52 @@ TEST(KvCache, Relu2MlpMatchesRecomputation) {
   expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, relu2);  // split by rows
 }
 
-TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
-  auto model = random_model(40);
-  GenerationSettings s;
-  s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
-  s.sampling = {1.0, 0, 1.0};
-  std::vector<int32_t> prompt;
-  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
-  std::vector<Trace> runs;
-  for (int threads : {1, 2, 3}) {
-    Rng rng(17);
-    runs.push_back(testing::on_threads(threads, [&] { return generate_cached(*model, prompt, s, rng); }));
+TEST(KvCache, RopeMatchesRecomputation) {
+  const Architecture rope{.pos_encoding = PosEncoding::rope};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, rope);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, rope);  // the shifted window is re-encoded
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, rope);
+}
+
+TEST(KvCache, GroupedQueryAttentionMatchesRecomputation) {
+  for (int64_t kv : {1, 2}) {
+    SCOPED_TRACE("n_kv_head " + std::to_string(kv));
+    const Architecture gqa{.n_head = 4, .n_kv_head = kv};
+    expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, gqa);
+    expect_same_generation(25, 10, 8, 1.0, 40, Dtype::float32, gqa);
   }
-  for (std::size_t i = 1; i < runs.size(); ++i) {
-    EXPECT_EQ(runs[i].tokens, runs[0].tokens);
-    EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
+}
+
+TEST(KvCache, QkNormMatchesRecomputation) {
+  const Architecture qk{.qk_norm = true};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, qk);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, qk);
+}
+
+TEST(KvCache, RopeGroupedQueryAndQkNormTogetherMatchRecomputation) {
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, kModernAttention);
+  expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, kModernAttention);
+  expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, kModernAttention);  // split by rows
+  expect_same_generation(40, 10, 8, 0.0, 40, Dtype::float32, kModernAttention);
+}
+
+TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
+  for (const Architecture& arch : {Architecture{}, kModernAttention}) {
+    auto model = random_model(40, true, Dtype::float32, arch);
+    GenerationSettings s;
+    s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
+    s.sampling = {1.0, 0, 1.0};
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
+    std::vector<Trace> runs;
+    for (int threads : {1, 2, 3}) {
+      Rng rng(17);
+      runs.push_back(testing::on_threads(threads, [&] { return generate_cached(*model, prompt, s, rng); }));
+    }
+    for (std::size_t i = 1; i < runs.size(); ++i) {
+      EXPECT_EQ(runs[i].tokens, runs[0].tokens);
+      EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
+    }
   }
 }
 

@@ -174,6 +174,36 @@ TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
   }
 }
 
+// RoPE, grouped-query attention and QK-norm, likewise.
+TEST_F(Training, AttentionKeysResumeReloadAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.pos_encoding = PosEncoding::rope;
+  c.model.rope_theta = 500.0;
+  c.model.n_kv_head = 1;
+  c.model.qk_norm = true;
+  ASSERT_GT(c.model.n_head, 1);
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const GptConfig loaded = load_model(c.out_dir).model->config();
+  EXPECT_EQ(loaded.pos_encoding, PosEncoding::rope);
+  EXPECT_EQ(loaded.rope_theta, 500.0);
+  EXPECT_EQ(loaded.kv_heads(), 1);
+  EXPECT_TRUE(loaded.qk_norm);
+  c.init_from = {InitKind::resume, ""};
+  for (const char* key : {"pos_encoding", "rope_theta", "n_kv_head", "qk_norm"}) {
+    TrainConfig other = c;
+    if (std::string(key) == "pos_encoding") other.model.pos_encoding = PosEncoding::learned;
+    if (std::string(key) == "rope_theta") other.model.rope_theta = 10000.0;
+    if (std::string(key) == "n_kv_head") other.model.n_kv_head = 0;
+    if (std::string(key) == "qk_norm") other.model.qk_norm = false;
+    try {
+      run_training(other, nullptr);
+      ADD_FAILURE() << "expected an error for " << key;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
 // The saver thread saves what a stop finds while the main thread keeps updating the weights and
 // re-planning the schedule: the save it makes is one iteration's state, whole (weights, the
 // iteration it follows, the schedule's length and the config that records it, all agreeing).

@@ -22,13 +22,13 @@ struct NormWeights {
 };
 struct BlockWeights {
   NormWeights ln_1;
-  LinearWeights c_attn, attn_proj;  // attn.c_attn [3C, C], attn.c_proj [C, C]
+  LinearWeights c_attn, attn_proj;  // attn.c_attn [(H + 2 KV) hs, C] (3C without GQA), attn.c_proj [C, C]
   NormWeights ln_2;
   LinearWeights c_fc, mlp_proj;  // mlp.c_fc [4C, C], mlp.c_proj [C, 4C]
 };
 struct GptWeights {
   Tensor wte;  // [V, C] token embedding, also the output head (weight tying)
-  Tensor wpe;  // [block_size, C] position embedding
+  Tensor wpe;  // [block_size, C] position embedding; absent with pos_encoding rope
   std::vector<BlockWeights> blocks;
   NormWeights ln_f;
   LinearWeights lm_head;  // wte's tensor, no bias

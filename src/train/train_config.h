@@ -115,6 +115,12 @@ struct Setting<Activation> {
   static constexpr const char* expected = "\"gelu\" or \"relu2\"";
 };
 template <>
+struct Setting<PosEncoding> {
+  static std::optional<PosEncoding> parse(const std::string& text) { return parse_pos_encoding(text); }
+  static std::string text(PosEncoding value) { return pos_encoding_name(value); }
+  static constexpr const char* expected = "\"learned\" or \"rope\"";
+};
+template <>
 struct Setting<VocabKind> {
   static std::optional<VocabKind> parse(const std::string& text);
   static std::string text(VocabKind value) { return to_string(value); }
@@ -136,7 +142,7 @@ using ConfigField = T& (*)(TrainConfig&);
 using ConfigMember =
     std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
                  ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<Dtype>, ConfigField<VocabKind>,
-                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>>;
+                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<PosEncoding>>;
 
 struct ConfigKey {
   const char* name;
