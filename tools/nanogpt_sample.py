@@ -38,8 +38,9 @@ def main():
     tensors, meta = safetensors_io.load(args.checkpoint)
     config = json.loads(meta['config'])
     chars = json.loads(meta['vocab'])
-    model = GPT(GPTConfig(**{k: config[k] for k in ('n_layer', 'n_head', 'n_embd', 'block_size', 'vocab_size', 'bias')},
-                          dropout=0.0))
+    # every architecture key the checkpoint records (norm, mlp, pos_encoding, n_kv_head, ...)
+    arch = {k: v for k, v in config.items() if k in GPTConfig.__dataclass_fields__ and k != 'dropout'}
+    model = GPT(GPTConfig(**arch, dropout=0.0))
     state = {k: torch.from_numpy(v) for k, v in tensors.items()}
     state['lm_head.weight'] = state['transformer.wte.weight']
     missing, unexpected = model.load_state_dict(state, strict=False)
