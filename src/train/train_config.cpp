@@ -227,11 +227,9 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
     return {"n_head", "must divide n_embd (" + std::to_string(c.model.n_embd) + " is not divisible by " +
                           std::to_string(c.model.n_head) + ")"};
   if (c.model.n_kv_head < 0 || (c.model.n_kv_head > 0 && c.model.n_head % c.model.n_kv_head != 0))
-    return {"n_kv_head", "must divide n_head (" + std::to_string(c.model.n_head) + ") or be 0 (= n_head), got " +
-                             std::to_string(c.model.n_kv_head)};
+    return {"n_kv_head", "must divide n_head (" + std::to_string(c.model.n_head) + "), or be 0 for n_head"};
   if (c.model.pos_encoding == PosEncoding::rope && c.model.head_size() % 2 != 0)
-    return {"pos_encoding",
-            "\"rope\" needs an even head size n_embd / n_head, got " + std::to_string(c.model.head_size())};
+    return {"pos_encoding", "needs an even head size n_embd / n_head, got " + std::to_string(c.model.head_size())};
   if (!(c.model.rope_theta > 0)) return {"rope_theta", "must be positive"};
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) return {"dropout", "must be in [0, 1)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
