@@ -69,6 +69,25 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(one.val, two.val);
 }
 
+// The attention keys' paths (RoPE, QK-norm, grouped-query attention's backward by kv head) too.
+TEST_F(Training, AttentionKeysThreadCountDoesNotChangeTheResult) {
+  const testing::ThreadCount restore;
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.n_embd = 64;
+  c.model.pos_encoding = PosEncoding::rope;
+  c.model.n_kv_head = 1;
+  c.model.qk_norm = true;
+  c.batch_size = 16;
+  std::vector<LoggedRun> runs;
+  for (int64_t threads : {1, 3}) {
+    c.threads = threads;
+    run_training(c, nullptr);
+    runs.push_back(read_metrics(c.out_dir));
+  }
+  EXPECT_EQ(runs[0].train, runs[1].train);
+  EXPECT_EQ(runs[0].val, runs[1].val);
+}
+
 // dtype bfloat16: thread-independent like float32, close to it but not the same, and the
 // checkpoint (float32 weights) says which dtype sampling and evaluation should use.
 TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
