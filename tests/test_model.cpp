@@ -184,14 +184,13 @@ TEST(GptConfig, AttentionKeysAreOffByDefaultAndRoundTrip) {
 }
 
 TEST(Gpt, RopeDropsThePositionEmbeddingAndGroupedQueryNarrowsCAttn) {
-  GptConfig config;
-  config.n_layer = 1;
-  config.n_head = 4;
-  config.n_embd = 16;
-  config.block_size = 8;
-  config.vocab_size = 11;
-  config.pos_encoding = PosEncoding::rope;
-  config.n_kv_head = 2;
+  const GptConfig config{.n_layer = 1,
+                         .n_head = 4,
+                         .n_embd = 16,
+                         .block_size = 8,
+                         .vocab_size = 11,
+                         .pos_encoding = PosEncoding::rope,
+                         .n_kv_head = 2};
   Gpt model(config);
   ParamStore& params = model.params();
   EXPECT_EQ(params.index_of("transformer.wpe.weight"), -1);

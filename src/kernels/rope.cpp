@@ -24,7 +24,11 @@ RopeTable make_rope_table(int64_t positions, int64_t head_size, double theta) {
   return t;
 }
 
-void rope_rotate(const RopeTable& table, int64_t pos, const float* x, float* y, int64_t heads) {
+namespace {
+
+// y = R(pos) x, or (kTranspose) y += R(pos)^T x, the rotation by -angle that backward applies.
+template <bool kTranspose>
+void rotate_heads(const RopeTable& table, int64_t pos, const float* x, float* y, int64_t heads) {
   const int64_t half = table.half;
   const float* c = table.cos.data() + pos * half;
   const float* s = table.sin.data() + pos * half;
@@ -32,26 +36,26 @@ void rope_rotate(const RopeTable& table, int64_t pos, const float* x, float* y, 
     const float* xh = x + h * 2 * half;
     float* yh = y + h * 2 * half;
     for (int64_t i = 0; i < half; ++i) {
-      const float a = xh[i], b = xh[i + half];
-      yh[i] = a * c[i] - b * s[i];
-      yh[i + half] = b * c[i] + a * s[i];
+      const float a = xh[i], b = xh[i + half];  // read both first: y may be x
+      if constexpr (kTranspose) {
+        yh[i] += a * c[i] + b * s[i];
+        yh[i + half] += b * c[i] - a * s[i];
+      } else {
+        yh[i] = a * c[i] - b * s[i];
+        yh[i + half] = b * c[i] + a * s[i];
+      }
     }
   }
 }
 
+}  // namespace
+
+void rope_rotate(const RopeTable& table, int64_t pos, const float* x, float* y, int64_t heads) {
+  rotate_heads<false>(table, pos, x, y, heads);
+}
+
 void rope_rotate_backward(const RopeTable& table, int64_t pos, const float* dy, float* dx, int64_t heads) {
-  const int64_t half = table.half;
-  const float* c = table.cos.data() + pos * half;
-  const float* s = table.sin.data() + pos * half;
-  for (int64_t h = 0; h < heads; ++h) {
-    const float* dyh = dy + h * 2 * half;
-    float* dxh = dx + h * 2 * half;
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = dyh[i], b = dyh[i + half];
-      dxh[i] += a * c[i] + b * s[i];
-      dxh[i + half] += b * c[i] - a * s[i];
-    }
-  }
+  rotate_heads<true>(table, pos, dy, dx, heads);
 }
 
 }  // namespace gpt
