@@ -253,7 +253,8 @@ TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
 
 // The estimate counts exactly what the store allocates, and a training step's arena within 25%.
 TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
-  for (bool bias : {false, true}) {
+  for (int variant : {0, 1, 2}) {  // no biases, biases, the attention keys (rope, GQA, QK-norm)
+    const bool bias = variant == 1, attention_keys = variant == 2;
     GptConfig config;
     config.n_layer = 3;
     config.n_head = 4;
@@ -262,6 +263,11 @@ TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
     config.vocab_size = 70;
     config.bias = bias;
     config.dropout = 0.1f;
+    if (attention_keys) {
+      config.pos_encoding = PosEncoding::rope;
+      config.n_kv_head = 1;
+      config.qk_norm = true;
+    }
     Gpt model(config);
     model.init_weights(1);
     const GptMemory memory = estimate_gpt_memory(config);

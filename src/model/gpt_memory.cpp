@@ -35,7 +35,11 @@ GptMemory estimate_gpt_memory(const GptConfig& c) {
   // backward is working on, and the logits with their gradient and probabilities.
   const auto L = static_cast<double>(c.n_layer), C = static_cast<double>(c.n_embd),
              V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size);
-  memory.activation_bytes = T * ((10 * L + 16) * C + 3 * V) * sizeof(float);
+  // q|k|v is 3 n_embd wide, narrower with grouped-query attention, and QK-norm and RoPE each keep
+  // one more copy of it.
+  const auto qkv = static_cast<double>((c.n_head + 2 * c.kv_heads()) * c.head_size());
+  const double qkv_copies = 1.0 + (c.qk_norm ? 1.0 : 0.0) + (c.pos_encoding == PosEncoding::rope ? 1.0 : 0.0);
+  memory.activation_bytes = T * ((7 * L + 16) * C + L * qkv * qkv_copies + 3 * V) * sizeof(float);
   return memory;
 }
 
