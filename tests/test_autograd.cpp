@@ -231,7 +231,8 @@ void expect_residual_projection_identical(Activation act, float dropout_p, bool 
   const int64_t rows = 70, in_features = 300, out = 40;
   Rng rng(12);
   std::vector<OwnedTensor> inputs;
-  for (Shape s : {Shape{rows, out}, Shape{rows, in_features}, Shape{out, in_features}, Shape{out}})
+  for (Shape s :
+       {Shape{rows, out}, Shape{rows, activation_input_width(act, in_features)}, Shape{out, in_features}, Shape{out}})
     inputs.emplace_back(s, rng);
   OwnedTensor upstream(Shape{rows, out}, rng);
   const Composed fused = run_with_grads(inputs, upstream, [=](Graph& g, const std::vector<Tensor>& in) {

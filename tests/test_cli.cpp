@@ -134,6 +134,8 @@ TEST_F(Cli, Bfloat16TrainsAndTheCheckpointKeepsItsDtype) {
   EXPECT_NE(own.output, f32.output);
   expect_error("train --config " + tiny() + " --dtype float16", 2, {"dtype", "\"float32\" or \"bfloat16\""});
   expect_error("sample " + out + " --dtype half", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
+  expect_error("train --config " + tiny() + " --dtype bfloat16 --bf16_arithmetic fast", 2,
+               {"bf16_arithmetic", "\"auto\", \"sequential\" or \"tiles\""});
 }
 
 // The export holds the Linear weights in BF16 and samples, with the bfloat16 products it

@@ -106,6 +106,13 @@ TEST_F(Distributed, SameBitsOverTcpOnLoopback) {
   expect_same_run("tcp_zero1", "alone");
 }
 
+// Muon steps every whole matrix in every process, from the same gathered gradient.
+TEST_F(Distributed, MuonSameBitsOnOneAndTwoProcesses) {
+  ASSERT_EQ(train_alone("alone", {"--optimizer", "muon"}), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "two", {"--optimizer", "muon"}), 0) << log("two");
+  expect_same_run("two", "alone");
+}
+
 TEST_F(Distributed, ResumedWithAnotherProcessCountContinuesExactly) {
   ASSERT_EQ(train_alone("alone"), 0) << log("alone");
   ASSERT_EQ(train_on(2, "split", {"--max_iters", "10"}), 0) << log("split");

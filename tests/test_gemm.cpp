@@ -30,6 +30,20 @@ namespace {
 
 using testing::same_bits;
 
+// The process's bfloat16 arithmetic while in scope.
+class Bf16ArithmeticScope {
+ public:
+  explicit Bf16ArithmeticScope(Bf16Arithmetic arithmetic) : saved_(bf16_arithmetic()) {
+    set_bf16_arithmetic(arithmetic);
+  }
+  ~Bf16ArithmeticScope() { set_bf16_arithmetic(saved_); }
+  Bf16ArithmeticScope(const Bf16ArithmeticScope&) = delete;
+  Bf16ArithmeticScope& operator=(const Bf16ArithmeticScope&) = delete;
+
+ private:
+  Bf16Arithmetic saved_;
+};
+
 std::vector<float> random_vector(int64_t n, uint64_t seed) {
   Rng rng(seed);
   std::vector<float> v(n);
@@ -104,10 +118,22 @@ TEST(Gemm, KernelListsHoldWhatThisCpuRuns) {
   EXPECT_EQ(has(Dtype::float32, "avx512"), cpu.avx512f);
   EXPECT_EQ(has(Dtype::float32, "avx2-fma"), cpu.avx2 && cpu.fma);
   EXPECT_TRUE(has(Dtype::float32, "portable"));
-  EXPECT_EQ(has(Dtype::bfloat16, kVdpbf16psKernel), cpu.avx512bf16);
-  EXPECT_EQ(has(Dtype::bfloat16, "avx512-fma-bf16"), cpu.avx512f);
-  EXPECT_EQ(has(Dtype::bfloat16, "avx2-fma-bf16"), cpu.avx2 && cpu.fma);
-  EXPECT_TRUE(has(Dtype::bfloat16, "portable-bf16"));
+  {
+    const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
+    EXPECT_EQ(has(Dtype::bfloat16, kVdpbf16psKernel), cpu.avx512bf16);
+    EXPECT_EQ(has(Dtype::bfloat16, "avx512-fma-bf16"), cpu.avx512f);
+    EXPECT_EQ(has(Dtype::bfloat16, "avx2-fma-bf16"), cpu.avx2 && cpu.fma);
+    EXPECT_TRUE(has(Dtype::bfloat16, "portable-bf16"));
+    EXPECT_FALSE(has(Dtype::bfloat16, kPortableAmxKernel));
+  }
+  {
+    const Bf16ArithmeticScope tiles(Bf16Arithmetic::tiles);
+    EXPECT_EQ(has(Dtype::bfloat16, kAmxKernel), cpu.amx_bf16);
+    EXPECT_TRUE(has(Dtype::bfloat16, kPortableAmxKernel));
+    EXPECT_FALSE(has(Dtype::bfloat16, "portable-bf16"));
+    EXPECT_STREQ(gemm_kernel_name(Dtype::bfloat16), cpu.amx_bf16 ? kAmxKernel : kPortableAmxKernel);
+  }
+  EXPECT_EQ(fastest_bf16_arithmetic(), cpu.amx_bf16 ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential);
   for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16}) {
     bool automatic_listed = false;
     for (const char* kernel : gemm_kernels(inputs))
@@ -214,14 +240,15 @@ TEST(Gemm, ResultDoesNotDependOnThreadCountOnEveryKernel) {
   const Case c{300, 200, 260};
   auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8);
   std::vector<float> C0(c.M * c.N, 0.0f);
-  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16})
-    for (const char* kernel : gemm_kernels(inputs))
-      for (int ta = 0; ta < 2; ++ta) {
-        const ForcedKernelScope forced(inputs, kernel);
-        const auto product = [&] { return run(ta, true, c, A, B, C0, false, inputs); };
-        ASSERT_TRUE(same_bits(testing::on_threads(1, product), testing::on_threads(3, product)))
-            << kernel << " ta=" << ta;
-      }
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16})
+      for (const char* kernel : inputs == Dtype::float32 ? gemm_kernels(inputs) : bfloat16_kernels(arithmetic))
+        for (int ta = 0; ta < 2; ++ta) {
+          const ForcedKernelScope forced(inputs, kernel);
+          const auto product = [&] { return run(ta, true, c, A, B, C0, false, inputs); };
+          ASSERT_TRUE(same_bits(testing::on_threads(1, product), testing::on_threads(3, product)))
+              << kernel << " ta=" << ta;
+        }
 }
 
 TEST(Gemm, ForcedKernelsArePerThreadAndScoped) {
@@ -377,12 +404,88 @@ TEST(GemmBfloat16, ArithmeticIsTheInstructions) {
 }
 
 TEST(GemmBfloat16, EveryKernelGivesTheSameBits) {
+  const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
   expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kOddShapes, 1.0f);
   // Scaled by 1e-19 each, products fall around FLT_MIN: some sums are flushed, some not.
   expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kOddShapes, 1e-19f);
 }
 
 TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
+  const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
+  expect_prepacked_products_give_gemm_bits(Dtype::bfloat16,
+                                           {{64, 384, 128}, {7, 65, 301}, {9, 70, 1101}, {1, 130, 40}});
+}
+
+// The tiles arithmetic written out for one output: per 32 values of k from k = 0 (k past K counts
+// as a zero, which can turn a flushed -0 into +0), a chain of fused multiply-adds over the even k
+// and one over the odd k, each from +0, then c + (even + odd); the bfloat16 flushing rules at
+// every step.
+float tiles_sum(const std::vector<float>& a, const std::vector<float>& b, float c0, bool accumulate) {
+  float c = accumulate ? flush_subnormal(c0) : 0.0f;
+  const auto value = [](const std::vector<float>& v, std::size_t k) {
+    return k < v.size() ? round_through_bfloat16(v[k]) : 0.0f;
+  };
+  for (std::size_t k0 = 0; k0 < a.size(); k0 += 32) {
+    float sums[2] = {0.0f, 0.0f};
+    for (std::size_t k = k0; k < k0 + 32; ++k)
+      sums[k % 2] = bfloat16_multiply_add(value(a, k), value(b, k), sums[k % 2]);
+    c = flush_subnormal(c + flush_subnormal(sums[0] + sums[1]));
+  }
+  return c;
+}
+
+// Shapes for the 16 x 64 tile block: partial row and column blocks, K off the 32-value groups and
+// across K blocks of 512 values.
+const std::vector<Case> kTileShapes = {{37, 45, 301}, {16, 64, 32},   {1, 130, 40}, {19, 70, 1101},
+                                       {5, 33, 1},    {48, 128, 544}, {17, 65, 31}};
+
+TEST(GemmTiles, EmulationSumsInTheTileInstructionsOrder) {
+  const ForcedKernelScope emulated(Dtype::bfloat16, kPortableAmxKernel);
+  for (const float scale : {1.0f, 1e-19f})  // 1e-19: products around FLT_MIN, some sums flushed
+    for (const Case& c : kTileShapes) {
+      auto A = random_vector(c.M * c.K, 31), B = random_vector(c.K * c.N, 32), C0 = random_vector(c.M * c.N, 33);
+      for (auto* v : {&A, &B, &C0})
+        for (float& x : *v) x *= scale;
+      for (int64_t j = 0; j < c.N; j += 2) C0[j] = -0.0f;
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (int acc = 0; acc < 2; ++acc) {
+            SCOPED_TRACE(describe(kPortableAmxKernel, c, ta, tb, acc) + " scale " + std::to_string(scale));
+            const auto C = run(ta, tb, c, A, B, C0, acc, Dtype::bfloat16);
+            std::vector<float> row(c.K), column(c.K);
+            for (int64_t i = 0; i < c.M; ++i)
+              for (int64_t j = 0; j < c.N; ++j) {
+                for (int64_t k = 0; k < c.K; ++k) {
+                  row[k] = ta ? A[k * c.M + i] : A[i * c.K + k];
+                  column[k] = tb ? B[j * c.K + k] : B[k * c.N + j];
+                }
+                ASSERT_EQ(to_bits(C[i * c.N + j]), to_bits(tiles_sum(row, column, C0[i * c.N + j], acc)))
+                    << i << "," << j;
+              }
+          }
+    }
+}
+
+TEST(GemmTiles, AreANumericFamilyOfTheirOwn) {
+  const Case c{16, 64, 256};
+  const auto A = random_vector(c.M * c.K, 34), B = random_vector(c.K * c.N, 35);
+  const std::vector<float> zeros(c.M * c.N, 0.0f);
+  const auto product = [&](const char* kernel) {
+    const ForcedKernelScope forced(Dtype::bfloat16, kernel);
+    return run(false, false, c, A, B, zeros, false, Dtype::bfloat16);
+  };
+  EXPECT_FALSE(same_bits(product(kPortableAmxKernel), product("portable-bf16")));
+}
+
+TEST(GemmTiles, EveryKernelGivesTheSameBits) {
+  const Bf16ArithmeticScope tiles(Bf16Arithmetic::tiles);
+  if (gemm_kernels(Dtype::bfloat16).size() < 2) GTEST_SKIP() << "no AMX here: only the emulation runs (tested above)";
+  expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kTileShapes, 1.0f);
+  expect_every_kernel_gives_the_same_bits(Dtype::bfloat16, kTileShapes, 1e-19f);
+}
+
+TEST(GemmTiles, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
+  const Bf16ArithmeticScope tiles(Bf16Arithmetic::tiles);
   expect_prepacked_products_give_gemm_bits(Dtype::bfloat16,
                                            {{64, 384, 128}, {7, 65, 301}, {9, 70, 1101}, {1, 130, 40}});
 }

@@ -53,24 +53,42 @@ TEST(ActivationKernels, EveryActivationIsNamedAndListedOnce) {
   EXPECT_STREQ(activation_name(Activation::gelu), "gelu");
 }
 
-// Overwriting, in place or not, gives the bits of accumulating into zeros; accumulating adds.
+// Overwriting, in place (elementwise activations) or not, gives the bits of accumulating into
+// zeros; accumulating adds.
 TEST(ActivationKernels, BackwardWriteModesAgree) {
-  const int64_t n = 70000;  // above the parallel threshold, with a partial last chunk
-  const std::vector<float> x = random_row(n, 7, 3.0f), dy = random_row(n, 8, 1.0f);
+  const int64_t rows = 70, width = 1000;  // above the parallel threshold, with a partial last chunk
   for (Activation act : all_activations()) {
     SCOPED_TRACE(activation_name(act));
-    std::vector<float> accumulated(n, 0.0f), overwritten(n, 5.0f), in_place = dy, twice(n, 0.0f);
-    activation_backward(act, x.data(), dy.data(), accumulated.data(), n);
-    activation_backward(act, x.data(), dy.data(), overwritten.data(), n, GradWrite::overwrite);
-    activation_backward(act, x.data(), in_place.data(), in_place.data(), n, GradWrite::overwrite);
-    activation_backward(act, x.data(), dy.data(), twice.data(), n);
-    activation_backward(act, x.data(), dy.data(), twice.data(), n);
+    const int64_t n = rows * width, n_in = rows * activation_input_width(act, width);
+    const std::vector<float> x = random_row(n_in, 7, 3.0f), dy = random_row(n, 8, 1.0f);
+    std::vector<float> accumulated(n_in, 0.0f), overwritten(n_in, 5.0f), twice(n_in, 0.0f);
+    activation_backward(act, x.data(), dy.data(), accumulated.data(), rows, width);
+    activation_backward(act, x.data(), dy.data(), overwritten.data(), rows, width, GradWrite::overwrite);
+    activation_backward(act, x.data(), dy.data(), twice.data(), rows, width);
+    activation_backward(act, x.data(), dy.data(), twice.data(), rows, width);
     EXPECT_TRUE(same_bits(overwritten, accumulated));
-    EXPECT_TRUE(same_bits(in_place, accumulated));
-    std::vector<float> doubled(n);
-    for (int64_t i = 0; i < n; ++i) doubled[i] = accumulated[i] + accumulated[i];
+    if (!is_gated(act)) {
+      std::vector<float> in_place = dy;
+      activation_backward(act, x.data(), in_place.data(), in_place.data(), rows, width, GradWrite::overwrite);
+      EXPECT_TRUE(same_bits(in_place, accumulated));
+    }
+    std::vector<float> doubled(n_in);
+    for (int64_t i = 0; i < n_in; ++i) doubled[i] = accumulated[i] + accumulated[i];
     EXPECT_TRUE(same_bits(twice, doubled));
   }
+}
+
+// SwiGLU against its definition in double precision: silu(gate) * up for rows [gate | up].
+TEST(ActivationKernels, SwigluIsSiluOfGateTimesUp) {
+  const int64_t rows = 3, width = 37;
+  const std::vector<float> x = random_row(rows * 2 * width, 9, 4.0f);
+  std::vector<float> y(rows * width);
+  activation_forward(Activation::swiglu, x.data(), y.data(), rows, width);
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t j = 0; j < width; ++j) {
+      const double g = x[r * 2 * width + j], u = x[r * 2 * width + width + j];
+      EXPECT_NEAR(y[r * width + j], g / (1 + std::exp(-g)) * u, 1e-5 * (1 + std::abs(g * u)));
+    }
 }
 
 TEST(SoftmaxRow, MatchesDoublePrecision) {

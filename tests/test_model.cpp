@@ -200,6 +200,100 @@ TEST(Gpt, RopeDropsThePositionEmbeddingAndGroupedQueryNarrowsCAttn) {
   EXPECT_EQ(model.rope_table().half, 2);
 }
 
+TEST(GptConfig, MlpKeysAreOffByDefaultAndRoundTrip) {
+  GptConfig config;
+  nlohmann::json j = config.to_json();
+  EXPECT_FALSE(j.contains("mlp_hidden"));
+  EXPECT_EQ(GptConfig::from_json(j, "old").mlp_hidden, 0);
+  config.mlp = Activation::swiglu;
+  config.mlp_hidden = 100;
+  j = config.to_json();
+  EXPECT_EQ(j["mlp"], "swiglu");
+  EXPECT_EQ(j["mlp_hidden"], 100);
+  EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
+  j["mlp_hidden"] = -1;
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+}
+
+// mlp_hidden 0: 4 n_embd, or for swiglu the multiple of 32 nearest to 8 n_embd / 3 (at least 32).
+TEST(GptConfig, MlpWidthIsAutomaticUnlessGiven) {
+  GptConfig c;
+  EXPECT_EQ(c.mlp_width(), 4 * 384);
+  c.mlp = Activation::swiglu;
+  EXPECT_EQ(c.mlp_width(), 1024);  // 8 * 384 / 3 exactly
+  c.n_embd = 64;
+  EXPECT_EQ(c.mlp_width(), 160);  // 170.7 -> 160
+  c.n_embd = 100;
+  EXPECT_EQ(c.mlp_width(), 256);  // 266.7 -> 256
+  c.n_embd = 6;
+  EXPECT_EQ(c.mlp_width(), 32);
+  c.mlp_hidden = 50;
+  EXPECT_EQ(c.mlp_width(), 50);
+}
+
+TEST(GptConfig, HeadKeysAreOffByDefaultAndRoundTrip) {
+  GptConfig config;
+  nlohmann::json j = config.to_json();
+  EXPECT_FALSE(j.contains("tie_embeddings"));
+  EXPECT_FALSE(j.contains("logit_softcap"));
+  EXPECT_TRUE(GptConfig::from_json(j, "old").tie_embeddings);
+  EXPECT_EQ(GptConfig::from_json(j, "old").logit_softcap, 0.0);
+  config.tie_embeddings = false;
+  config.logit_softcap = 30;
+  j = config.to_json();
+  EXPECT_EQ(j["tie_embeddings"], false);
+  EXPECT_EQ(j["logit_softcap"], 30.0);
+  EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
+  j["logit_softcap"] = -1;
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+  j["logit_softcap"] = 30;
+  j["tie_embeddings"] = "no";
+  EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
+}
+
+// One block of two heads over 8 positions.
+GptConfig one_block_config(int64_t n_embd, int64_t vocab_size) {
+  GptConfig config;
+  config.n_layer = 1;
+  config.n_head = 2;
+  config.n_embd = n_embd;
+  config.block_size = 8;
+  config.vocab_size = vocab_size;
+  return config;
+}
+
+// Untied: lm_head.weight [V, C] with nanoGPT's Linear init, and the head's product counted in
+// flops_per_token as the tied wte was (the embedding lookups are not products).
+TEST(Gpt, UntiedHeadIsItsOwnWeight) {
+  GptConfig config = one_block_config(64, 300);
+  Gpt tied(config);
+  config.tie_embeddings = false;
+  Gpt model(config);
+  model.init_weights(3);
+  ParamStore& params = model.params();
+  const Tensor head = params.tensor("lm_head.weight");
+  EXPECT_EQ(head.shape, (Shape{300, 64}));
+  EXPECT_NE(head.data, model.weights().wte.data);
+  EXPECT_EQ(model.weights().lm_head.weight.data, head.data);
+  double s = 0;
+  for (int64_t i = 0; i < head.numel(); ++i) s += double(head.data[i]) * head.data[i];
+  EXPECT_NEAR(std::sqrt(s / double(head.numel())), 0.02, 0.001);
+  EXPECT_EQ(params.parameter_count(), tied.params().parameter_count() + 300 * 64);
+  EXPECT_EQ(model.flops_per_token(), tied.flops_per_token());
+  EXPECT_EQ(static_cast<double>(params.parameter_count()), gpt_parameter_size(config).parameters);
+}
+
+// swiglu's c_fc holds W_gate's rows then W_up's ([2H, C]); c_proj is [C, H].
+TEST(Gpt, SwigluMlpHasGateAndUpInOneMatrix) {
+  GptConfig config = one_block_config(48, 11);
+  config.mlp = Activation::swiglu;
+  Gpt model(config);
+  ParamStore& params = model.params();
+  EXPECT_EQ(params.tensor("transformer.h.0.mlp.c_fc.weight").shape, (Shape{256, 48}));
+  EXPECT_EQ(params.tensor("transformer.h.0.mlp.c_proj.weight").shape, (Shape{48, 128}));
+  EXPECT_EQ(static_cast<double>(params.parameter_count()), gpt_parameter_size(config).parameters);
+}
+
 TEST(Gpt, RmsnormKeepsNormWeightNamesWithoutBiases) {
   GptConfig config;
   config.n_layer = 1;
@@ -210,7 +304,7 @@ TEST(Gpt, RmsnormKeepsNormWeightNamesWithoutBiases) {
   config.bias = true;
   config.norm = Norm::rmsnorm;
   Gpt model(config);
-  const ParamStore& params = model.params();
+  ParamStore& params = model.params();
   EXPECT_GE(params.index_of("transformer.h.0.ln_1.weight"), 0);
   EXPECT_GE(params.index_of("transformer.ln_f.weight"), 0);
   EXPECT_EQ(params.index_of("transformer.h.0.ln_1.bias"), -1);
@@ -251,11 +345,20 @@ TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
       << "arena peak " << arena.high_water_bytes() / width_c_bytes << " x [B, T, C] floats";
 }
 
-// The estimate counts exactly what the store allocates, and a training step's arena within 25%.
+// The estimate counts exactly what the store allocates, and a training step's arena within 25%
+// (also with swiglu, an untied head and soft-capped logits, and with the attention keys).
 TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
-  for (int variant : {0, 1, 2}) {  // no biases, biases, the attention keys (rope, GQA, QK-norm)
-    const bool bias = variant == 1, attention_keys = variant == 2;
+  // no biases, biases, the MLP and head keys, the attention keys (rope, GQA, QK-norm), all of them
+  for (int variant : {0, 1, 2, 3, 4}) {
+    const bool bias = variant == 1, mlp_keys = variant == 2 || variant == 4,
+               attention_keys = variant == 3 || variant == 4;
+    SCOPED_TRACE("variant " + std::to_string(variant));
     GptConfig config;
+    if (mlp_keys) {
+      config.mlp = Activation::swiglu;
+      config.tie_embeddings = false;
+      config.logit_softcap = 30;
+    }
     config.n_layer = 3;
     config.n_head = 4;
     config.n_embd = 48;

@@ -188,9 +188,19 @@ TEST(OpGrad, Rmsnorm) {
 TEST(OpGrad, EveryActivation) {
   for (Activation act : all_activations()) {
     SCOPED_TRACE(activation_name(act));
-    auto inputs = make_inputs({Shape{5, 7}}, 25, 2.0f);
+    auto inputs = make_inputs({Shape{5, activation_input_width(act, 7)}}, 25, 2.0f);
     expect_gradcheck([=](Graph& g, const std::vector<Tensor>& in) { return activate(g, in[0], act); }, inputs);
   }
+}
+
+TEST(OpGrad, Softcap) {
+  auto inputs = make_inputs({Shape{4, 9}}, 28, 3.0f);  // values up to ~3 cap: into tanh's bend
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return softcap(g, in[0], 2.5f); }, inputs);
+}
+
+TEST(OpGrad, Swiglu) {
+  auto inputs = make_inputs({Shape{2, 3, 10}}, 27, 2.0f);  // rows [gate | up] of width 5 each
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return swiglu(g, in[0]); }, inputs);
 }
 
 TEST(OpGrad, TokenPositionEmbeddingWithRepeatedIdsAndDropout) {
@@ -236,7 +246,7 @@ TEST(OpGrad, RmsnormLinearWithAndWithoutBias) {
 }
 
 void expect_residual_projection_gradcheck(Activation act, float dropout_p, uint64_t seed) {
-  auto inputs = make_inputs({Shape{2, 3, 5}, Shape{2, 3, 4}, Shape{5, 4}, Shape{5}}, seed);
+  auto inputs = make_inputs({Shape{2, 3, 5}, Shape{2, 3, activation_input_width(act, 4)}, Shape{5, 4}, Shape{5}}, seed);
   expect_gradcheck(
       [=](Graph& g, const std::vector<Tensor>& in) {
         Rng rng(3);  // the same dropout mask on every evaluation

@@ -123,5 +123,9 @@ TEST(PytorchParity, ModernArchitecture) { check_parity("parity_modern.safetensor
 // RoPE (no wpe), grouped-query attention (2 query heads sharing 1 kv head), QK-norm, rmsnorm.
 TEST(PytorchParity, RopeGroupedQueryAndQkNorm) { check_parity("parity_rope.safetensors"); }
 
+// The MLP and head keys: mlp "swiglu" (c_fc = [W_gate; W_up]), an untied lm_head.weight and
+// logit_softcap 2 (which bends these logits), with norm "rmsnorm".
+TEST(PytorchParity, SwigluUntiedHeadSoftcap) { check_parity("parity_mlp.safetensors"); }
+
 }  // namespace
 }  // namespace gpt

@@ -20,6 +20,8 @@ struct Architecture {
   PosEncoding pos_encoding = PosEncoding::learned;
   int64_t n_head = 2, n_kv_head = 0;
   bool qk_norm = false;
+  bool tie_embeddings = true;
+  double logit_softcap = 0;
 };
 // RoPE, grouped-query attention (4 query heads sharing 2 kv heads) and QK-norm together.
 const Architecture kModernAttention{.pos_encoding = PosEncoding::rope, .n_head = 4, .n_kv_head = 2, .qk_norm = true};
@@ -32,6 +34,8 @@ std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtyp
   c.pos_encoding = arch.pos_encoding;
   c.n_kv_head = arch.n_kv_head;
   c.qk_norm = arch.qk_norm;
+  c.tie_embeddings = arch.tie_embeddings;
+  c.logit_softcap = arch.logit_softcap;
   c.n_layer = 2;
   c.n_head = arch.n_head;
   c.n_embd = 16;
@@ -184,24 +188,67 @@ TEST(KvCache, RopeGroupedQueryAndQkNormTogetherMatchRecomputation) {
   expect_same_generation(40, 10, 8, 0.0, 40, Dtype::float32, kModernAttention);
 }
 
-TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
-  for (const Architecture& arch : {Architecture{}, kModernAttention}) {
-    auto model = random_model(40, true, Dtype::float32, arch);
-    GenerationSettings s;
-    s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
-    s.sampling = {1.0, 0, 1.0};
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
-    std::vector<Trace> runs;
-    for (int threads : {1, 2, 3}) {
-      Rng rng(17);
-      runs.push_back(testing::on_threads(threads, [&] { return generate_cached(*model, prompt, s, rng); }));
-    }
-    for (std::size_t i = 1; i < runs.size(); ++i) {
-      EXPECT_EQ(runs[i].tokens, runs[0].tokens);
-      EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
-    }
+TEST(KvCache, SwigluMlpMatchesRecomputation) {
+  const Architecture swiglu{.mlp = Activation::swiglu};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, swiglu);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, swiglu);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, swiglu);  // split by rows
+}
+
+void expect_same_bits_on_any_thread_count(Architecture arch) {
+  auto model = random_model(40, true, Dtype::float32, arch);
+  GenerationSettings s;
+  s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
+  s.sampling = {1.0, 0, 1.0};
+  std::vector<int32_t> prompt;
+  for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
+  std::vector<Trace> runs;
+  for (int threads : {1, 2, 3}) {
+    Rng rng(17);
+    runs.push_back(testing::on_threads(threads, [&] { return generate_cached(*model, prompt, s, rng); }));
   }
+  for (std::size_t i = 1; i < runs.size(); ++i) {
+    EXPECT_EQ(runs[i].tokens, runs[0].tokens);
+    EXPECT_EQ(runs[i].logits, runs[0].logits);  // bit for bit
+  }
+}
+
+TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
+  for (const Architecture& arch : {Architecture{}, kModernAttention}) expect_same_bits_on_any_thread_count(arch);
+}
+
+// swiglu, an untied head and soft-capped logits (a cap the random model's logits exceed), with rmsnorm.
+const Architecture kMlpAndHeadKeys{
+    .norm = Norm::rmsnorm, .mlp = Activation::swiglu, .tie_embeddings = false, .logit_softcap = 3};
+
+TEST(KvCache, UntiedSoftcappedSwigluModelMatchesRecomputation) {
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, kMlpAndHeadKeys);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, kMlpAndHeadKeys);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, kMlpAndHeadKeys);  // split by rows
+}
+
+TEST(KvCache, MlpAndHeadKeysGiveTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count(kMlpAndHeadKeys); }
+
+// Every attention, MLP and head key at once: RoPE, 4 query heads sharing 2 kv heads, QK-norm,
+// swiglu, an untied head and soft-capped logits, with rmsnorm.
+const Architecture kAllKeys{.norm = Norm::rmsnorm,
+                            .mlp = Activation::swiglu,
+                            .pos_encoding = PosEncoding::rope,
+                            .n_head = 4,
+                            .n_kv_head = 2,
+                            .qk_norm = true,
+                            .tie_embeddings = false,
+                            .logit_softcap = 3};
+
+TEST(KvCache, AttentionMlpAndHeadKeysTogetherMatchRecomputation) {
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, kAllKeys);
+  expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, kAllKeys);    // shifted windows re-encoded
+  expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, kAllKeys);  // split by rows
+  expect_same_generation(40, 10, 8, 0.0, 40, Dtype::float32, kAllKeys);
+}
+
+TEST(KvCache, AttentionMlpAndHeadKeysGiveTheSameBitsOnAnyThreadCount) {
+  expect_same_bits_on_any_thread_count(kAllKeys);
 }
 
 TEST(KvCache, ShiftWindowsAreAsDocumented) {

@@ -10,6 +10,7 @@
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "kernels/gemm.h"
 #include "thread_count.h"
 #include "train/evaluate.h"
 #include "train/stop_saver.h"
@@ -111,6 +112,40 @@ TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
   EXPECT_NE(one.val, float32.val);
   for (std::size_t i = 0; i < one.val.size(); ++i) EXPECT_NEAR(one.val[i].second, float32.val[i].second, 0.02);
   EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::bfloat16);
+}
+
+// bf16_arithmetic "tiles" (AMX's order; emulated where AMX is absent): its own bits, independent of
+// the thread count, recorded in the checkpoint, and kept by a resume under "auto".
+TEST_F(Training, TilesArithmeticHasItsOwnBitsAndAResumeKeepsIt) {
+  const testing::ThreadCount restore;
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = c.lr_decay_iters = 10;
+  c.dtype = Dtype::bfloat16;
+  c.bf16_arithmetic = Bf16Arithmetic::sequential;
+  run_training(c, nullptr);
+  const LoggedRun sequential = read_metrics(c.out_dir);
+  EXPECT_EQ(load_model(c.out_dir).bf16_arithmetic, Bf16Arithmetic::sequential);
+  c.bf16_arithmetic = Bf16Arithmetic::tiles;
+  c.threads = 1;
+  run_training(c, nullptr);
+  const LoggedRun tiles = read_metrics(c.out_dir);
+  EXPECT_EQ(load_model(c.out_dir).bf16_arithmetic, Bf16Arithmetic::tiles);
+  EXPECT_NE(tiles.train, sequential.train);
+  c.threads = 2;
+  run_training(c, nullptr);
+  EXPECT_EQ(read_metrics(c.out_dir).train, tiles.train);
+
+  TrainConfig first_half = c;
+  first_half.out_dir = dir.file("split");
+  first_half.max_iters = 5;
+  run_training(first_half, nullptr);
+  TrainConfig second_half = first_half;
+  second_half.max_iters = c.max_iters;
+  second_half.init_from = {InitKind::resume, ""};
+  second_half.bf16_arithmetic = Bf16Arithmetic::automatic;
+  run_training(second_half, nullptr);
+  EXPECT_EQ(read_metrics(first_half.out_dir).train, tiles.train);
+  EXPECT_EQ(bf16_arithmetic(), Bf16Arithmetic::tiles);
 }
 
 TEST_F(Training, ResumedRunReproducesTheUninterruptedRun) {
@@ -221,6 +256,40 @@ TEST_F(Training, AttentionKeysResumeReloadAndMustMatch) {
       EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
     }
   }
+}
+
+// The MLP and head keys (swiglu with its own width, an untied head, soft-capped logits): a run
+// resumes exactly, reloads with them, and a disagreeing resume names the key.
+TEST_F(Training, MlpAndHeadKeysResumeReloadAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.mlp = Activation::swiglu;
+  c.model.mlp_hidden = 24;
+  c.model.tie_embeddings = false;
+  c.model.logit_softcap = 15;
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const GptConfig saved = load_model(c.out_dir).model->config();
+  EXPECT_EQ(saved.mlp, Activation::swiglu);
+  EXPECT_EQ(saved.mlp_hidden, 24);
+  EXPECT_FALSE(saved.tie_embeddings);
+  EXPECT_EQ(saved.logit_softcap, 15);
+  c.init_from = {InitKind::resume, ""};
+  auto expect_error_naming = [&](TrainConfig changed, const std::string& key) {
+    try {
+      run_training(changed, nullptr);
+      FAIL() << "expected an error naming " << key;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  TrainConfig changed = c;
+  changed.model.mlp_hidden = 0;
+  expect_error_naming(changed, "mlp_hidden");
+  changed = c;
+  changed.model.tie_embeddings = true;
+  expect_error_naming(changed, "tie_embeddings");
+  changed = c;
+  changed.model.logit_softcap = 30;
+  expect_error_naming(changed, "logit_softcap");
 }
 
 // The saver thread saves what a stop finds while the main thread keeps updating the weights and

@@ -22,12 +22,22 @@ class GPTConfig:
     dropout: float = 0.0
     bias: bool = False
     norm: str = 'layernorm'  # or 'rmsnorm' (no bias)
-    mlp: str = 'gelu'  # or 'relu2': relu(x)^2
+    mlp: str = 'gelu'  # or 'relu2': relu(x)^2, or 'swiglu': silu(x W_gate) * (x W_up)
     # attention (issue 22): rotary positions instead of wpe, grouped-query attention, QK-norm
     pos_encoding: str = 'learned'  # or 'rope' (GPT-NeoX/llama rotate-half; no wpe)
     rope_theta: float = 10000.0
     n_kv_head: int = 0  # 0: n_head
     qk_norm: bool = False  # weightless RMSNorm over each q and k head, before RoPE
+    mlp_hidden: int = 0  # 0: 4 n_embd, for swiglu the multiple of 32 nearest to 8 n_embd / 3
+    tie_embeddings: bool = True  # False: lm_head.weight of its own
+    logit_softcap: float = 0.0  # > 0: logits = cap * tanh(logits / cap)
+
+    def mlp_width(self):
+        if self.mlp_hidden > 0:
+            return self.mlp_hidden
+        if self.mlp == 'swiglu':
+            return max(32, (8 * self.n_embd + 48) // 96 * 32)
+        return 4 * self.n_embd
 
 
 class LayerNorm(nn.Module):
@@ -125,12 +135,22 @@ class ReLU2(nn.Module):
         return F.relu(x).square()
 
 
+class SwiGLU(nn.Module):
+    """silu(gate) * up for c_fc's output [gate | up] (Shazeer 2020; llama's MLP).
+
+    c_fc.weight is llama's w1 (gate) and w3 (up) stacked, torch.cat([w1, w3]); c_proj is w2."""
+    def forward(self, x):
+        gate, up = x.chunk(2, dim=-1)
+        return F.silu(gate) * up
+
+
 class MLP(nn.Module):
     def __init__(self, config):
         super().__init__()
-        self.c_fc = nn.Linear(config.n_embd, 4 * config.n_embd, bias=config.bias)
-        self.gelu = nn.GELU() if config.mlp == 'gelu' else ReLU2()
-        self.c_proj = nn.Linear(4 * config.n_embd, config.n_embd, bias=config.bias)
+        hidden = config.mlp_width()
+        self.c_fc = nn.Linear(config.n_embd, 2 * hidden if config.mlp == 'swiglu' else hidden, bias=config.bias)
+        self.gelu = {'gelu': nn.GELU, 'relu2': ReLU2, 'swiglu': SwiGLU}[config.mlp]()
+        self.c_proj = nn.Linear(hidden, config.n_embd, bias=config.bias)
         self.dropout = nn.Dropout(config.dropout)
 
     def forward(self, x):
@@ -165,7 +185,8 @@ class GPT(nn.Module):
         )
         self.transformer = nn.ModuleDict(modules)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
-        self.transformer.wte.weight = self.lm_head.weight  # weight tying
+        if config.tie_embeddings:
+            self.transformer.wte.weight = self.lm_head.weight  # weight tying
         self.apply(self._init_weights)
         for pn, p in self.named_parameters():
             if pn.endswith('c_proj.weight'):
@@ -190,12 +211,17 @@ class GPT(nn.Module):
             x = block(x)
         x = self.transformer.ln_f(x)
         if targets is not None:
-            logits = self.lm_head(x)
+            logits = self.softcap(self.lm_head(x))
             loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
         else:
-            logits = self.lm_head(x[:, [-1], :])
+            logits = self.softcap(self.lm_head(x[:, [-1], :]))
             loss = None
         return logits, loss
+
+    def softcap(self, logits):
+        """cap * tanh(logits / cap) (Gemma 2; modded-nanogpt), or the logits unchanged."""
+        cap = self.config.logit_softcap
+        return cap * torch.tanh(logits / cap) if cap > 0 else logits
 
     def configure_optimizers(self, weight_decay, learning_rate, betas):
         params = {pn: p for pn, p in self.named_parameters() if p.requires_grad}
@@ -217,6 +243,7 @@ def get_lr(it, learning_rate, warmup_iters, lr_decay_iters, min_lr):
 
 
 def state_dict_without_tied(model):
-    """Parameters under nanoGPT's names, without lm_head.weight (tied to transformer.wte.weight)."""
+    """Parameters under nanoGPT's names, without lm_head.weight when it is tied to transformer.wte.weight."""
+    tied = model.config.tie_embeddings
     return {k: v for k, v in model.state_dict().items()
-            if k != 'lm_head.weight' and not k.endswith('.attn.bias')}
+            if not (tied and k == 'lm_head.weight') and not k.endswith('.attn.bias')}

@@ -42,7 +42,7 @@ def main():
     arch = {k: v for k, v in config.items() if k in GPTConfig.__dataclass_fields__ and k != 'dropout'}
     model = GPT(GPTConfig(**arch, dropout=0.0))
     state = {k: torch.from_numpy(v) for k, v in tensors.items()}
-    state['lm_head.weight'] = state['transformer.wte.weight']
+    state.setdefault('lm_head.weight', state['transformer.wte.weight'])  # tied unless stored
     missing, unexpected = model.load_state_dict(state, strict=False)
     assert not unexpected and all(k.endswith('.attn.bias') for k in missing), (missing, unexpected)
     model.eval()

@@ -51,6 +51,7 @@ int run_bench(BenchOptions& options) {
   Gpt model(config.model_config(data.vocab().size()));
   model.init_weights(static_cast<uint64_t>(config.seed));
   model.set_matmul_dtype(config.dtype);
+  set_bf16_arithmetic(config.bf16_arithmetic);
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
   LocalGradientSync sync;
   const LrSchedule schedule = lr_schedule(config);

@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "io/run_folder.h"
 #include "io/safetensors.h"
+#include "kernels/gemm.h"
 
 namespace gpt {
 
@@ -49,6 +50,7 @@ void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab
   writer.set_metadata("config", model.config().to_json().dump());
   writer.set_metadata("vocab", vocab.to_json());
   writer.set_metadata("dtype", dtype_name(dtype));
+  if (dtype == Dtype::bfloat16) writer.set_metadata("bf16_arithmetic", bf16_arithmetic_name(bf16_arithmetic()));
 }
 
 }  // namespace
@@ -136,13 +138,20 @@ LoadedModel load_model(const std::string& path_or_dir) {
     if (!dtype) throw UserError(path + ": metadata \"dtype\" must be \"float32\" or \"bfloat16\"", ExitCode::runtime);
     model->set_matmul_dtype(*dtype);
   }
+  Bf16Arithmetic arithmetic = Bf16Arithmetic::automatic;
+  if (reader.has_metadata("bf16_arithmetic")) {
+    const std::optional<Bf16Arithmetic> recorded = parse_bf16_arithmetic(reader.metadata("bf16_arithmetic"));
+    if (!recorded)
+      throw UserError(path + ": metadata \"bf16_arithmetic\" must be \"sequential\" or \"tiles\"", ExitCode::runtime);
+    arithmetic = *recorded;
+  }
   ParamStore& params = model->params();
   for (int i = 0; i < params.size(); ++i)
     reader.read_into(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
   for (const auto& [name, entry] : reader.entries())
     if (params.index_of(name) < 0)
       throw UserError(path + ": unexpected tensor \"" + name + "\" for this config", ExitCode::runtime);
-  return {std::move(model), std::move(vocab), path};
+  return {std::move(model), std::move(vocab), path, arithmetic};
 }
 
 TrainingState load_training_state(const std::string& out_dir, Gpt& model, OptimizerState& optimizer_state) {

@@ -61,6 +61,8 @@ struct LoadedModel {
   std::unique_ptr<Gpt> model;
   Vocab vocab;
   std::string path;
+  // The bfloat16 arithmetic a bfloat16 model was trained with (automatic when not recorded).
+  Bf16Arithmetic bf16_arithmetic = Bf16Arithmetic::automatic;
 };
 
 // Loads model.safetensors from a file path or from out_dir/model.safetensors; validates shapes,

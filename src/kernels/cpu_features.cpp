@@ -2,9 +2,33 @@
 
 #include "core/check.h"
 
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
 namespace gpt {
 
 namespace {
+
+// CPUID says whether the CPU has AMX; Linux enables the tile registers (8 KB of state per thread)
+// only for a process that asks (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16+), and a
+// tile instruction before that dies with SIGILL. The grant covers every thread of the process.
+bool amx_bf16_usable() {
+#if defined(__x86_64__) && defined(__linux__) && defined(SYS_arch_prctl)
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx)) return false;
+  constexpr unsigned kAmxBf16 = 1u << 22, kAmxTile = 1u << 24;
+  if ((edx & kAmxBf16) == 0 || (edx & kAmxTile) == 0) return false;
+  constexpr long kArchReqXcompPerm = 0x1023, kXfeatureXtiledata = 18;
+  return syscall(SYS_arch_prctl, kArchReqXcompPerm, kXfeatureXtiledata) == 0;
+#else
+  return false;
+#endif
+}
 
 CpuFeatures detect() {
   __builtin_cpu_init();
@@ -14,6 +38,7 @@ CpuFeatures detect() {
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512dq = __builtin_cpu_supports("avx512dq");
   f.avx512bf16 = f.avx512f && __builtin_cpu_supports("avx512bf16");
+  f.amx_bf16 = amx_bf16_usable();
   return f;
 }
 

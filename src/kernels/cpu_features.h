@@ -12,6 +12,9 @@ struct CpuFeatures {
   bool avx512f = false;
   bool avx512dq = false;
   bool avx512bf16 = false;  // VDPBF16PS
+  // AMX tiles with TDPBF16PS, usable by this process: the CPU has them and Linux granted the
+  // tile state (asked once, when the features are first read).
+  bool amx_bf16 = false;
 };
 const CpuFeatures& cpu_features();
 

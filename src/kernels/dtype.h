@@ -17,4 +17,29 @@ inline std::optional<Dtype> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+// How a bfloat16 product sums, each a numeric family of its own with its own bits:
+//   sequential  every output a chain of fused multiply-adds in k order (VDPBF16PS, or float32
+//               FMAs on rounded inputs: kernels/bfloat16.h);
+//   tiles       the order of AMX's TDPBF16PS (kernels/gemm/amx_bf16.cpp): on AMX hardware, or
+//               emulated, exactly but slowly, elsewhere;
+//   automatic   ("auto") tiles where AMX runs, sequential elsewhere: the fastest here.
+enum class Bf16Arithmetic { automatic, sequential, tiles };
+
+inline const char* bf16_arithmetic_name(Bf16Arithmetic arithmetic) {
+  switch (arithmetic) {
+    case Bf16Arithmetic::sequential:
+      return "sequential";
+    case Bf16Arithmetic::tiles:
+      return "tiles";
+    case Bf16Arithmetic::automatic:
+      break;
+  }
+  return "auto";
+}
+inline std::optional<Bf16Arithmetic> parse_bf16_arithmetic(std::string_view name) {
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::automatic, Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    if (name == bf16_arithmetic_name(arithmetic)) return arithmetic;
+  return std::nullopt;
+}
+
 }  // namespace gpt

@@ -5,9 +5,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm/kernel_family.h"
 
 namespace gpt {
 
@@ -80,12 +82,15 @@ double vdpbf16ps_speedup() {
 double measure_peak_gflops(Dtype inputs, double seconds) {
   const int width = gemm_vector_width();
   if (width <= 1) return 0.0;  // portable kernel: no SIMD peak to speak of
+  const bool amx = inputs == Dtype::bfloat16 && std::strcmp(gemm_kernel_name(inputs), kAmxKernel) == 0;
   const bool bf16 = inputs == Dtype::bfloat16 && gemm_bfloat16_uses_vdpbf16ps();
   auto run = [&](long rounds) {
+    if (amx) return gemm_detail::amx_tile_chains(rounds);
     if (bf16) return dpbf16_chains(rounds);
     return width == 16 ? fma_chains_avx512(rounds) : fma_chains_avx2(rounds);
   };
-  const double flops_per_lane = bf16 ? 4.0 : 2.0;
+  // Per round: four tile products of 16 x 16 x 32 multiply-adds, or 12 vector instructions.
+  const double flops_per_round = amx ? 4 * 16 * 16 * 32 * 2.0 : 12.0 * width * (bf16 ? 4.0 : 2.0);
   run(100000);  // warm up the vector units (and their clock)
   // The peak is a maximum: on a shared machine other work only ever slows a trial down, so take
   // the best of several short trials rather than one long one.
@@ -102,7 +107,7 @@ double measure_peak_gflops(Dtype inputs, double seconds) {
       if (elapsed >= seconds / kTrials) break;
       rounds *= 2;
     }
-    const double flops = static_cast<double>(rounds) * 12.0 * width * flops_per_lane * omp_get_max_threads();
+    const double flops = static_cast<double>(rounds) * flops_per_round * omp_get_max_threads();
     best = std::max(best, flops / elapsed * 1e-9);
   }
   g_probe_sink = sink;  // the chains' results are used, so they cannot be optimised away

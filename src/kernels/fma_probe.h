@@ -1,6 +1,7 @@
 // Measures this machine's multiply-add throughput for the GEMM's inputs: FP32 FMAs with the
-// vector width the float32 kernel uses, or VDPBF16PS for bfloat16 where the CPU has it (the
-// emulation elsewhere runs on the FMA units: their peak). Every thread runs independent chains for
+// vector width the float32 kernel uses, or for bfloat16 AMX's TDPBF16PS where the tiles
+// arithmetic runs on them, VDPBF16PS where the CPU has it (the emulation elsewhere runs on the FMA
+// units: their peak). Every thread runs independent chains for
 // a fixed time. It is the "peak" that `gpt bench` and `gpt train` report MFU against.
 #pragma once
 

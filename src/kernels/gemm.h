@@ -83,14 +83,26 @@ std::string describe_matmul(Dtype inputs);
 // bfloat16: "avx512-bf16" (VDPBF16PS), "avx512-fma-bf16", "avx2-fma-bf16" (float32 FMAs on rounded
 // inputs), "portable-bf16".
 std::vector<const char*> gemm_kernels(Dtype inputs);
+// The bfloat16 kernels of one arithmetic this CPU runs (sequential: as above; tiles: "amx-bf16"
+// where AMX is usable, and "portable-amx-bf16", its emulation, everywhere).
+std::vector<const char*> bfloat16_kernels(Bf16Arithmetic arithmetic);
 inline constexpr const char* kVdpbf16psKernel = "avx512-bf16";
+inline constexpr const char* kAmxKernel = "amx-bf16";
+inline constexpr const char* kPortableAmxKernel = "portable-amx-bf16";
+
+// The arithmetic of this process's bfloat16 products (sequential or tiles): the fastest one here
+// until set (by a run's `bf16_arithmetic` setting, before its products start; automatic: the
+// fastest). A kernel forced on a thread (ForcedKernelScope) brings its own arithmetic.
+Bf16Arithmetic fastest_bf16_arithmetic();
+Bf16Arithmetic bf16_arithmetic();
+void set_bf16_arithmetic(Bf16Arithmetic arithmetic);
 // Whether bfloat16 products run on VDPBF16PS now (else on FMAs).
 bool gemm_bfloat16_uses_vdpbf16ps();
 
 // Forces the kernel of `inputs`' products on the calling thread while in scope (tests, benchmarks),
 // then restores the previous choice; nullptr: the automatic choice. The product's OpenMP threads
 // run what the calling thread chose; other threads are not affected. `kernel` must be one of
-// gemm_kernels(inputs).
+// gemm_kernels(inputs), or for bfloat16 one of bfloat16_kernels(either arithmetic).
 class ForcedKernelScope {
  public:
   ForcedKernelScope(Dtype inputs, const char* kernel);

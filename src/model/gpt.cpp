@@ -44,6 +44,7 @@ struct TapeExecutor {
   Tensor residual(const Tensor& x, const Tensor& in, Activation act, const LinearWeights& linear) {
     return residual_projection(g, x, in, act, linear.weight, linear.bias, dropout, rng, training, matmul_dtype);
   }
+  Tensor softcap(const Tensor& logits, float cap) { return gpt::softcap(g, logits, cap); }
 };
 
 }  // namespace
@@ -87,7 +88,11 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
 }
 
 double Gpt::flops_per_token() const {
-  const double N = static_cast<double>(params_.parameter_count() - (defined(weights_.wpe) ? weights_.wpe.numel() : 0));
+  // The embeddings are lookups, not products: wpe (absent with rope) never counts, wte only as the
+  // tied head.
+  const int64_t lookups = (defined(weights_.wpe) ? weights_.wpe.numel() : 0) +
+                          (config_.tie_embeddings ? 0 : config_.vocab_size * config_.n_embd);
+  const double N = static_cast<double>(params_.parameter_count() - lookups);
   return 6.0 * N +
          12.0 * static_cast<double>(config_.n_layer * config_.n_head * config_.head_size() * config_.block_size);
 }

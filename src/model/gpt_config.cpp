@@ -50,6 +50,9 @@ nlohmann::json GptConfig::to_json() const {
   if (rope_theta != 10000.0) j["rope_theta"] = rope_theta;
   if (kv_heads() != n_head) j["n_kv_head"] = kv_heads();
   if (qk_norm) j["qk_norm"] = true;
+  if (mlp_hidden != 0) j["mlp_hidden"] = mlp_hidden;
+  if (!tie_embeddings) j["tie_embeddings"] = false;
+  if (logit_softcap != 0) j["logit_softcap"] = logit_softcap;
   return j;
 }
 
@@ -78,8 +81,21 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
   if (j.contains("mlp")) {
     const std::optional<Activation> mlp =
         j["mlp"].is_string() ? parse_mlp_activation(j["mlp"].get<std::string>()) : std::nullopt;
-    if (!mlp) throw UserError(source + ": model config key \"mlp\" is not \"gelu\" or \"relu2\"", ExitCode::runtime);
+    if (!mlp)
+      throw UserError(source + ": model config key \"mlp\" is not \"gelu\", \"relu2\" or \"swiglu\"",
+                      ExitCode::runtime);
     c.mlp = *mlp;
+  }
+  if (j.contains("mlp_hidden")) get_int("mlp_hidden", c.mlp_hidden);
+  if (j.contains("tie_embeddings")) {
+    if (!j["tie_embeddings"].is_boolean())
+      throw UserError(source + ": model config key \"tie_embeddings\" is not true or false", ExitCode::runtime);
+    c.tie_embeddings = j["tie_embeddings"].get<bool>();
+  }
+  if (j.contains("logit_softcap")) {
+    if (!j["logit_softcap"].is_number() || !(j["logit_softcap"].get<double>() >= 0))
+      throw UserError(source + ": model config key \"logit_softcap\" is not a number >= 0", ExitCode::runtime);
+    c.logit_softcap = j["logit_softcap"].get<double>();
   }
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +

@@ -2,6 +2,7 @@
 // Stored in checkpoints as JSON so a model file describes itself.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -33,7 +34,10 @@ struct GptConfig {
   bool bias = false;
   // Modern-architecture keys, each off by default (a checkpoint without one reads as the default).
   Norm norm = Norm::layernorm;        // ln_1, ln_2, ln_f; rmsnorm has no bias tensor even with `bias`
-  Activation mlp = Activation::gelu;  // the MLP's nonlinearity: gelu (nanoGPT) or relu2
+  Activation mlp = Activation::gelu;  // the MLP's nonlinearity: gelu (nanoGPT), relu2 or swiglu
+  int64_t mlp_hidden = 0;             // the MLP's hidden width; 0: automatic (mlp_width())
+  bool tie_embeddings = true;         // the head is wte (GPT-2); false: a separate lm_head.weight
+  double logit_softcap = 0;           // > 0: logits = cap * tanh(logits / cap); 0: off
   // Attention: position encoding, grouped-query attention, QK-norm (applied before RoPE).
   PosEncoding pos_encoding = PosEncoding::learned;  // rope: no wpe weight
   double rope_theta = 10000.0;                      // RoPE base: pair i turns by pos * theta^(-2i/hs)
@@ -42,6 +46,14 @@ struct GptConfig {
   int64_t kv_heads() const { return n_kv_head == 0 ? n_head : n_kv_head; }
 
   int64_t head_size() const { return n_embd / n_head; }
+  // The MLP's hidden width: mlp_hidden, or automatically 4 n_embd, and for swiglu (whose two input
+  // matrices would make that 1.5 times the parameters) the multiple of 32 nearest to 8 n_embd / 3
+  // (ties up, at least 32), as llama.
+  int64_t mlp_width() const {
+    if (mlp_hidden > 0) return mlp_hidden;
+    if (mlp == Activation::swiglu) return std::max<int64_t>(32, (8 * n_embd + 48) / 96 * 32);
+    return 4 * n_embd;
+  }
   nlohmann::json to_json() const;
   // Throws UserError naming `source` on missing keys, wrong types or inconsistent sizes.
   static GptConfig from_json(const nlohmann::json& j, const std::string& source);

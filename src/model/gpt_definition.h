@@ -13,6 +13,7 @@
 //   attention(qkv, layer)             causal multi-head self-attention over packed q|k|v
 //                                     (grouped-query when config.kv_heads() < n_head)
 //   residual(x, in, act, linear)      x + dropout(act(in) W^T + b), x's storage reused
+//   softcap(logits, cap)              cap * tanh(logits / cap) (only with config.logit_softcap > 0)
 // A new position encoding, norm or activation is a change here plus its kernel (and each
 // executor's step if it is a new kind of step); the tests that compare the two executors
 // (KV cache = recomputation) then cover it on both paths.
@@ -40,9 +41,12 @@ typename Executor::Value run_gpt(const GptConfig& config, const GptWeights& w, E
     const typename Executor::Value attended = ex.attention(qkv, l);
     x = ex.residual(x, attended, Activation::none, b.attn_proj);
     const typename Executor::Value hidden = ex.norm_linear(x, b.ln_2, b.c_fc);
-    x = ex.residual(x, hidden, config.mlp, b.mlp_proj);  // gelu (nanoGPT) or relu2
+    x = ex.residual(x, hidden, config.mlp, b.mlp_proj);  // gelu (nanoGPT), relu2 or swiglu
   }
-  return ex.norm_linear(x, w.ln_f, w.lm_head);
+  // lm_head is wte's tensor (tie_embeddings, GPT-2) or a weight of its own.
+  const typename Executor::Value logits = ex.norm_linear(x, w.ln_f, w.lm_head);
+  if (config.logit_softcap > 0) return ex.softcap(logits, static_cast<float>(config.logit_softcap));
+  return logits;
 }
 
 }  // namespace gpt

@@ -31,15 +31,18 @@ GptMemory estimate_gpt_memory(const GptConfig& c) {
   memory.weight_bytes = size.padded_floats * sizeof(float);
   // Per token, what a training step keeps in the arena (tests/test_model.cpp bounds it): per layer
   // about 10 values of width n_embd (the residual stream twice, q|k|v, the attention output, the
-  // MLP's hidden layer), about 16 more for the embeddings, the final norm and the gradients
-  // backward is working on, and the logits with their gradient and probabilities.
+  // MLP's hidden layer: 4 n_embd wide by default, c_fc's output width in general), about 16 more
+  // for the embeddings, the final norm and the gradients backward is working on, and the logits
+  // with their gradient and probabilities (and, soft-capped, the capped logits and their gradient).
   const auto L = static_cast<double>(c.n_layer), C = static_cast<double>(c.n_embd),
-             V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size);
+             V = static_cast<double>(c.vocab_size), T = static_cast<double>(c.block_size),
+             hidden = static_cast<double>(activation_input_width(c.mlp, c.mlp_width())),
+             logits = c.logit_softcap > 0 ? 5.0 : 3.0;
   // q|k|v is 3 n_embd wide, narrower with grouped-query attention, and QK-norm and RoPE each keep
   // one more copy of it.
   const auto qkv = static_cast<double>((c.n_head + 2 * c.kv_heads()) * c.head_size());
   const double qkv_copies = 1.0 + (c.qk_norm ? 1.0 : 0.0) + (c.pos_encoding == PosEncoding::rope ? 1.0 : 0.0);
-  memory.activation_bytes = T * ((7 * L + 16) * C + L * qkv * qkv_copies + 3 * V) * sizeof(float);
+  memory.activation_bytes = T * (L * (3 * C + qkv * qkv_copies + hidden) + 16 * C + logits * V) * sizeof(float);
   return memory;
 }
 

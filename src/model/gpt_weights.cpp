@@ -45,6 +45,9 @@ class WeightBinder {
             next_linear_++};
   }
   LinearWeights tied(const Tensor& weight) { return {weight, Tensor{}, next_linear_++}; }
+  LinearWeights head(const std::string& name, int64_t out, int64_t in, double stddev) {
+    return {param(name, Shape{out, in}, Init::normal(stddev)), Tensor{}, next_linear_++};
+  }
 
  private:
   Tensor optional_bias(const std::string& name, int64_t n) {
@@ -65,6 +68,8 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
   // GPT-2's scaled init: the projections that write into the residual stream start smaller, so
   // the stream's variance does not grow with depth.
   const double residual_stddev = 0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layer));
+  // The MLP: c_fc gives act's input (for swiglu the rows [gate | up]: W_gate's H rows, then W_up's).
+  const int64_t H = c.mlp_width(), fc_out = activation_input_width(c.mlp, H);
   GptWeights w;
   w.wte = bind.param("transformer.wte.weight", Shape{c.vocab_size, C}, Init::normal(stddev));
   // RoPE puts positions into attention: no position embedding.
@@ -77,11 +82,12 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
                         .c_attn = bind.linear(p + "attn.c_attn", qkv_width, C, stddev),
                         .attn_proj = bind.linear(p + "attn.c_proj", C, C, residual_stddev),
                         .ln_2 = bind.norm(p + "ln_2", C),
-                        .c_fc = bind.linear(p + "mlp.c_fc", 4 * C, C, stddev),
-                        .mlp_proj = bind.linear(p + "mlp.c_proj", C, 4 * C, residual_stddev)});
+                        .c_fc = bind.linear(p + "mlp.c_fc", fc_out, C, stddev),
+                        .mlp_proj = bind.linear(p + "mlp.c_proj", C, H, residual_stddev)});
   }
   w.ln_f = bind.norm("transformer.ln_f", C);
-  w.lm_head = bind.tied(w.wte);
+  // Untied: nanoGPT's Linear init, N(0, 0.02), no bias.
+  w.lm_head = c.tie_embeddings ? bind.tied(w.wte) : bind.head("lm_head.weight", c.vocab_size, C, stddev);
   return w;
 }
 

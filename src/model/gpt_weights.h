@@ -24,14 +24,16 @@ struct BlockWeights {
   NormWeights ln_1;
   LinearWeights c_attn, attn_proj;  // attn.c_attn [(H + 2 KV) hs, C] (3C without GQA), attn.c_proj [C, C]
   NormWeights ln_2;
-  LinearWeights c_fc, mlp_proj;  // mlp.c_fc [4C, C], mlp.c_proj [C, 4C]
+  // mlp.c_fc [H, C], mlp.c_proj [C, H] with H = config.mlp_width() (4C by default); with swiglu
+  // c_fc is [2H, C]: W_gate's rows, then W_up's, so that its output rows are [gate | up].
+  LinearWeights c_fc, mlp_proj;
 };
 struct GptWeights {
-  Tensor wte;  // [V, C] token embedding, also the output head (weight tying)
+  Tensor wte;  // [V, C] token embedding, also the output head with tie_embeddings (the default)
   Tensor wpe;  // [block_size, C] position embedding; absent with pos_encoding rope
   std::vector<BlockWeights> blocks;
   NormWeights ln_f;
-  LinearWeights lm_head;  // wte's tensor, no bias
+  LinearWeights lm_head;  // [V, C], no bias: wte's tensor, or lm_head.weight without tie_embeddings
 
   // Every linear once (lm_head last), in index order.
   std::vector<const LinearWeights*> linears() const;

@@ -78,10 +78,12 @@ Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& 
 // RMSNorm over the last axis: x / sqrt(mean(x^2) + 1e-5) * weight, no bias (kernels/rmsnorm.h).
 Tensor rmsnorm(Graph& g, const Tensor& x, const Tensor& weight);
 
-// act(x), elementwise (kernels/activation.h). gelu: the exact GELU, 0.5 x (1 + erf(x / sqrt 2))
-// (PyTorch's nn.GELU() default, not the tanh form).
+// act(x) (kernels/activation.h). gelu: the exact GELU, 0.5 x (1 + erf(x / sqrt 2)) (PyTorch's
+// nn.GELU() default, not the tanh form). swiglu, the one gated activation: x [..., 2H] holds rows
+// [gate | up], the output [..., H] is silu(gate) * up.
 Tensor activate(Graph& g, const Tensor& x, Activation act);
 inline Tensor gelu(Graph& g, const Tensor& x) { return activate(g, x, Activation::gelu); }
+inline Tensor swiglu(Graph& g, const Tensor& x) { return activate(g, x, Activation::swiglu); }
 
 // Causal multi-head self-attention over packed projections.
 // qkv: [B, T, (H + 2 KV) hs] holding q (H heads) | k (KV heads) | v (KV heads), H = n_head,
@@ -110,10 +112,14 @@ inline Tensor layernorm_linear(Graph& g, const Tensor& x, const Tensor& ln_weigh
 }
 
 // residual + dropout(act(x) W^T + b): the projection that ends each half of a Transformer block,
-// keeping neither act(x) nor the projection. Same values and the same Rng draws as
+// keeping neither act(x) nor the projection. x: [..., activation_input_width(act, in)] for a
+// weight [out, in]. Same values and the same Rng draws as
 // add(residual, dropout(linear(activate(x, act), weight, bias), p, rng, training)).
 Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Activation act, const Tensor& weight,
                            const Tensor& bias, float dropout_p, Rng& rng, bool training, Dtype inputs = Dtype::float32);
+
+// cap * tanh(x / cap), elementwise (kernels/softcap.h): the logits' optional soft-cap; cap > 0.
+Tensor softcap(Graph& g, const Tensor& x, float cap);
 
 // Mean over rows of -log softmax(logits)[target]. logits: [N, V]; targets: N ids in [0, V).
 Tensor cross_entropy(Graph& g, const Tensor& logits, const int32_t* targets);

@@ -1,6 +1,7 @@
 // residual_projection: residual + dropout(act(x) W^T + b), how each half of a Transformer block
-// ends (attention's c_proj with act = identity, the MLP's c_proj with act = GELU). act goes
-// through kernels/activation.h both ways; only the identity skips the kernels (and the buffer).
+// ends (attention's c_proj with act = identity, the MLP's c_proj with its activation; a gated one,
+// swiglu, takes x twice the projection's input width). act goes through kernels/activation.h both
+// ways; only the identity skips the kernels (and the buffer).
 // As a composition this keeps act(x) (4C wide in the MLP), the projection, and the projection
 // after dropout, all for the whole step. Fused, the projection is written into the output and
 // dropout plus the residual add are applied in place; act(x) lives in a borrowed buffer while
@@ -20,19 +21,20 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
                            const Tensor& bias, float dropout_p, Rng& rng, bool training, Dtype inputs) {
   GPT_CHECK(weight.shape.rank == 2, "projection weight must be [out, in], got " + weight.shape.str());
   const int64_t in = weight.shape[1], out_features = weight.shape[0], rows = x.shape.rows();
-  GPT_CHECK(x.shape.last() == in, "projection input " + x.shape.str() + " does not match weight " + weight.shape.str());
+  GPT_CHECK(x.shape.last() == activation_input_width(act, in),
+            "projection input " + x.shape.str() + " does not match weight " + weight.shape.str());
   GPT_CHECK(residual.shape.last() == out_features && residual.shape.rows() == rows,
             "residual " + residual.shape.str() + " does not match the projection's output");
   if (defined(bias)) GPT_CHECK(bias.shape == Shape{out_features}, "projection bias shape " + bias.shape.str());
   const detail::DropoutMask mask = detail::DropoutMask::make(dropout_p, rng, training);
-  const int64_t n_in = rows * in, n = rows * out_features;
+  const int64_t n_in = rows * in, n = rows * out_features;  // n_in: act(x)'s values
 
   Tensor out = g.make(residual.shape, detail::any_grad(residual, x, weight) || bias.requires_grad());
   {
     const float* input = x.data;
     Borrowed activated(g, is_identity(act) ? 0 : static_cast<std::size_t>(n_in));
     if (!is_identity(act)) {
-      activation_forward(act, x.data, activated.data(), n_in);
+      activation_forward(act, x.data, activated.data(), rows, in);
       input = activated.data();
     }
     detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features, inputs);
@@ -61,24 +63,29 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       }
       {
         Borrowed activated(*graph, static_cast<std::size_t>(n_in));
-        activation_forward(act, x.data, activated.data(), n_in);
+        activation_forward(act, x.data, activated.data(), rows, in);
         detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features, inputs);
       }
       if (!x.requires_grad()) return;
       // d(act(x)) = dy W, then through act'. When x has no gradient yet (the MLP's hidden layer
       // feeds only this op), that product is computed in x's own gradient buffer, which takes the
-      // place act(x) just gave back: one hidden-sized buffer alive here instead of two.
-      if (!x.grad() && x.grad_slot->pool) {
+      // place act(x) just gave back: one hidden-sized buffer alive here instead of two. (A gated
+      // activation's gradient is twice as wide as d(act(x)): that is overwritten from a borrowed one.)
+      const bool fresh = !x.grad() && x.grad_slot->pool;
+      if (fresh && !is_gated(act)) {
         float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false, inputs);
-        activation_backward(act, x.data, dx, dx, n_in, GradWrite::overwrite);
+        activation_backward(act, x.data, dx, dx, rows, in, GradWrite::overwrite);
         return;
       }
       Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
       gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false,
            inputs);
-      activation_backward(act, x.data, d_activated.data(), x.grad_accumulator(), n_in);
+      if (fresh)
+        activation_backward(act, x.data, d_activated.data(), x.grad_to_overwrite(), rows, in, GradWrite::overwrite);
+      else
+        activation_backward(act, x.data, d_activated.data(), x.grad_accumulator(), rows, in);
     });
   }
   return out;

@@ -11,6 +11,7 @@
 #include "kernels/norm.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
+#include "kernels/softcap.h"
 #include "kernels/softmax_row.h"
 #include "model/gpt_definition.h"
 
@@ -111,9 +112,9 @@ struct Generator::Buffers {
   int64_t rows = 0, total = 0;  // R; cached positions after this append
   float* x = nullptr;           // [R, C] residual stream
   float* x_last = nullptr;      // [batch, C] the stream after trimming to last rows
-  float* linear_out[2] = {};    // [R, max(3C, 4C, V)] each: norm_linear's outputs, alternately
+  float* linear_out[2] = {};    // [R, max(3C, c_fc's outputs, V)] each: norm_linear's outputs, alternately
   float* attended = nullptr;    // [R, C] attention's output
-  float* activated = nullptr;   // [R, 4C] act(hidden)
+  float* activated = nullptr;   // [R, mlp_hidden] act(hidden)
   float* projected = nullptr;   // [R, C]
   float* normed = nullptr;      // per thread [R, C]
   float* stats = nullptr;       // per thread [2R]: layernorm means and 1/std
@@ -242,14 +243,15 @@ class Generator::StepExecutor {
     const int64_t rows = in.rows, stride = x.rows / in.rows;
     float* x_out = stride > 1 ? b_.x_last : x.data;
     const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
-    const int64_t width = linear.weight.shape[1];
+    const int64_t width = linear.weight.shape[1];  // act(in)'s; in's rows may be wider (gated act)
     if (by_rows(rows)) {
       wait_for(in, rows);
       wait_for(x, stride > 1 ? -1 : rows);
       const Range own = my_share(rows, 1);
       const float* input = in.data;
       if (!is_identity(act)) {
-        activation_forward(act, in.data + own.begin * width, b_.activated + own.begin * width, own.size() * width);
+        activation_forward(act, in.data + own.begin * activation_input_width(act, width),
+                           b_.activated + own.begin * width, own.size(), width);
         input = b_.activated;
       }
       rows_linear(input, own, linear.weight, packed, linear.bias.data, b_.projected);
@@ -266,6 +268,22 @@ class Generator::StepExecutor {
     const Range cols = team_linear(input, rows, linear.weight, packed, linear.bias.data, b_.projected);
     add_rows(x.data, stride, {0, rows}, cols, x_out);
     return {x_out, rows, Share::columns, epoch_, cols};
+  }
+
+  // In place, on the elements this thread wrote (its rows or its columns): no barrier.
+  Value softcap(const Value& logits, float cap) {
+    const int64_t V = g_.model_.config().vocab_size;
+    if (logits.share == Share::columns) {
+      for (int64_t r = 0; r < logits.rows; ++r) {
+        float* row = logits.data + r * V + logits.cols.begin;
+        softcap_forward(row, row, logits.cols.size(), cap);
+      }
+    } else {
+      GPT_CHECK(logits.share == Share::rows, "softcap of logits shared by rows or columns");
+      const Range own = my_share(logits.rows, 1);
+      softcap_forward(logits.data + own.begin * V, logits.data + own.begin * V, own.size() * V, cap);
+    }
+    return logits;
   }
 
  private:
@@ -298,16 +316,18 @@ class Generator::StepExecutor {
   }
 
   // act(in) into activated for the elements this thread wrote of `in` (so no barrier is needed
-  // before it), then the barrier the projection needs.
+  // before it), then the barrier the projection needs. A gated activation reads two columns of
+  // `in` per output (gate and up, width apart): it waits for all of `in` and splits by rows.
   void activate_own_part(Activation act, const Value& in, int64_t width) {
-    if (in.share == Share::columns && in.epoch == epoch_) {
+    if (in.share == Share::columns && in.epoch == epoch_ && !is_gated(act)) {
       for (int64_t r = 0; r < in.rows; ++r)
-        activation_forward(act, in.data + r * width + in.cols.begin, b_.activated + r * width + in.cols.begin,
+        activation_forward(act, in.data + r * width + in.cols.begin, b_.activated + r * width + in.cols.begin, 1,
                            in.cols.size());
     } else {
       wait_for(in);
       const Range own = my_share(in.rows, 1);
-      activation_forward(act, in.data + own.begin * width, b_.activated + own.begin * width, own.size() * width);
+      activation_forward(act, in.data + own.begin * activation_input_width(act, width),
+                         b_.activated + own.begin * width, own.size(), width);
     }
 #pragma omp barrier
     ++epoch_;
@@ -363,12 +383,12 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   b.threads = omp_get_max_threads();
   b.rows = R;
   b.total = length_ + n;
-  const int64_t widest = std::max(4 * C, V);
+  const int64_t hidden = c.mlp_width(), widest = std::max({3 * C, activation_input_width(c.mlp, hidden), V});
   b.x = arena_.allocate_floats(R * C);
   b.x_last = arena_.allocate_floats(batch_ * C);
   for (float*& out : b.linear_out) out = arena_.allocate_floats(R * widest);
   b.attended = arena_.allocate_floats(R * C);
-  b.activated = arena_.allocate_floats(R * 4 * C);
+  b.activated = arena_.allocate_floats(R * hidden);
   b.projected = arena_.allocate_floats(R * C);
   b.normed = arena_.allocate_floats(b.threads * R * C);
   b.stats = arena_.allocate_floats(b.threads * 2 * R);

@@ -8,13 +8,11 @@
 #include "core/memory.h"
 #include "kernels/fast_math.h"
 #include "kernels/parallel.h"
+#include "train/muon.h"
 #include "train/train_config.h"
 
 namespace gpt {
 
-namespace {
-
-// A state buffer of zeros for `shard`; when it cannot be had, the error says whose it is.
 AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer) {
   try {
     return AlignedBuffer<float>(static_cast<std::size_t>(shard.size()));
@@ -24,6 +22,8 @@ AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer) {
                                            "and n_embd)");
   }
 }
+
+namespace {
 
 // PyTorch's single-tensor AdamW update, elementwise (vectorised; the same bits on every clone).
 GPT_VECTOR_CLONES void adamw_range(float* p, const float* g, float* m, float* v, int64_t n, float decay, float b1,
@@ -49,15 +49,16 @@ GPT_VECTOR_CLONES void lion_range(float* p, const float* g, float* m, int64_t n,
   }
 }
 
-// Runs update(offset, count, decay) over every parameter's floats inside `shard`, in fixed chunks
-// (offsets in the store's layout), in parallel when there are enough of them; decay is the
-// parameter's decoupled weight-decay factor. The updates are elementwise, so how the floats are
-// chunked or sharded changes no result.
+// Runs update(offset, count, decay) over every parameter's floats inside `shard` (of those `only`
+// admits, when given), in fixed chunks (offsets in the store's layout), in parallel when there are
+// enough of them; decay is the parameter's decoupled weight-decay factor. The updates are
+// elementwise, so how the floats are chunked or sharded changes no result.
 template <class Update>
 void update_each_parameter(const ParamStore& params, StoreRange shard, double lr, double weight_decay,
-                           const Update& update) {
+                           const Update& update, SlotFilter only = nullptr) {
   constexpr int64_t kChunk = 8192;
   for (const ParamStore::Slot& slot : params.slots()) {
+    if (only != nullptr && !only(slot)) continue;
     const float decay = slot.shape.rank >= 2 ? static_cast<float>(1.0 - lr * weight_decay) : 1.0f;
     const int64_t begin = std::max(static_cast<int64_t>(slot.offset), shard.begin);
     const int64_t end = std::min(static_cast<int64_t>(slot.offset) + slot.shape.numel(), shard.end);
@@ -69,9 +70,10 @@ void update_each_parameter(const ParamStore& params, StoreRange shard, double lr
 
 }  // namespace
 
-AdamW::AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard)
+AdamW::AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard, SlotFilter only)
     : Optimizer(params, shard),
       settings_(settings),
+      only_(only),
       m_(state_buffer(shard, "AdamW")),
       v_(state_buffer(shard, "AdamW")) {}
 
@@ -89,10 +91,14 @@ void AdamW::step(double lr) {
   float* p = params_.data();
   const float* g = params_.grad();
   float *m = m_.data(), *v = v_.data();  // state element k is the store's float shard_.begin + k
-  update_each_parameter(params_, shard_, lr, settings_.weight_decay, [&](int64_t c, int64_t count, float decay) {
-    const int64_t k = c - shard_.begin;
-    adamw_range(p + c, g + c, m + k, v + k, count, decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps, step_size);
-  });
+  update_each_parameter(
+      params_, shard_, lr, settings_.weight_decay,
+      [&](int64_t c, int64_t count, float decay) {
+        const int64_t k = c - shard_.begin;
+        adamw_range(p + c, g + c, m + k, v + k, count, decay, b1, one_minus_b1, b2, one_minus_b2, bc2_sqrt, eps,
+                    step_size);
+      },
+      only_);
 }
 
 Lion::Lion(ParamStore& params, LionSettings settings, StoreRange shard)
@@ -113,6 +119,11 @@ void Lion::step(double lr) {
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard) {
+  if (config.optimizer == OptimizerKind::muon)
+    return std::make_unique<Muon>(params,
+                                  MuonSettings{config.muon_lr, config.muon_momentum, config.learning_rate,
+                                               AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}},
+                                  shard);
   if (config.optimizer == OptimizerKind::lion)
     return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay},
                                   shard);

@@ -42,19 +42,24 @@ class Optimizer {
   int64_t step_ = 0;
 };
 
-// AdamW step for step as PyTorch's single-tensor torch.optim.AdamW. State: exp_avg, exp_avg_sq.
+// Which parameters an optimizer updates (nullptr: all of them).
+using SlotFilter = bool (*)(const ParamStore::Slot& slot);
+
+// AdamW step for step as PyTorch's single-tensor torch.optim.AdamW. State: exp_avg, exp_avg_sq
+// (zero for parameters outside `only`, which it leaves alone).
 struct AdamWSettings {
   double beta1 = 0.9, beta2 = 0.99, eps = 1e-8, weight_decay = 0.1;
 };
 class AdamW final : public Optimizer {
  public:
-  AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard);
+  AdamW(ParamStore& params, AdamWSettings settings, StoreRange shard, SlotFilter only = nullptr);
   const char* name() const override { return "adamw"; }
   void step(double lr) override;
   std::vector<NamedBuffer> state() override { return {{"exp_avg", m_.data()}, {"exp_avg_sq", v_.data()}}; }
 
  private:
   AdamWSettings settings_;
+  SlotFilter only_;
   AlignedBuffer<float> m_, v_;
 };
 
@@ -77,8 +82,11 @@ class Lion final : public Optimizer {
   AlignedBuffer<float> m_;
 };
 
-// The optimizer the config names ("adamw" or "lion"), with the config's settings, over `shard`
-// (by default the whole store).
+// A state buffer of zeros for `shard`; when it cannot be had, the error says whose it is.
+AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer);
+
+// The optimizer the config names ("adamw", "lion" or "muon", train/muon.h), with the config's
+// settings, over `shard` (by default the whole store).
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params);
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard);
 

@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/copy_values.h"
+#include "kernels/gemm.h"
 #include "train/distributed_state.h"
 
 namespace gpt {
@@ -41,6 +42,14 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
   if (saved.mlp != config.mlp)
     throw UserError("cannot resume: " + path + " has mlp \"" + activation_name(saved.mlp) +
                     "\" but the config says \"" + activation_name(config.mlp) + "\"");
+  if (saved.mlp_width() != config.mlp_width())
+    throw UserError("cannot resume: " + path + " has an MLP of width (mlp_hidden) " +
+                    std::to_string(saved.mlp_width()) + " but the config's is " + std::to_string(config.mlp_width()));
+  if (saved.tie_embeddings != config.tie_embeddings)
+    throw UserError("cannot resume: " + path + " and the config disagree on \"tie_embeddings\"");
+  if (saved.logit_softcap != config.logit_softcap)
+    throw UserError("cannot resume: " + path + " has logit_softcap " + std::to_string(saved.logit_softcap) +
+                    " but the config says " + std::to_string(config.logit_softcap));
 }
 
 // The root's text on every process.
@@ -77,6 +86,9 @@ class RunSetup {
       continued = read_continued_model();
     });
     continued = broadcast_text(world_, continued);
+    // "auto" is the first process's fastest bfloat16 arithmetic on every process.
+    root_fastest_ = *parse_bf16_arithmetic(
+        broadcast_text(world_, world_.is_root() ? bf16_arithmetic_name(fastest_bf16_arithmetic()) : ""));
     run_agreeing(world_, [&] {
       if (!world_.is_root()) open_data();
       set_up_locally(continued);
@@ -105,7 +117,10 @@ class RunSetup {
                       "\" is neither \"scratch\", \"resume\" nor an existing checkpoint to fine-tune (a "
                       "model.safetensors file or a run's out_dir)");
     base_ = std::make_unique<LoadedModel>(load_model(kind_ == InitKind::resume ? c.out_dir : c.init_from.checkpoint));
-    return nlohmann::json{{"vocab", base_->vocab.to_json()}, {"model", base_->model->config().to_json()}}.dump();
+    return nlohmann::json{{"vocab", base_->vocab.to_json()},
+                          {"model", base_->model->config().to_json()},
+                          {"bf16_arithmetic", bf16_arithmetic_name(base_->bf16_arithmetic)}}
+        .dump();
   }
 
   // Fine-tuning: the checkpoint's architecture (the config's is overridden, with a note) and
@@ -118,6 +133,7 @@ class RunSetup {
     if (kind_ == InitKind::resume) {
       parts_.data->use_vocab(vocab,
                              "cannot resume: the vocabulary of " + c.data_path + " differs from the one in " + source);
+      keep_recorded_arithmetic(*parse_bf16_arithmetic(j["bf16_arithmetic"].get<std::string>()));
       return;
     }
     GptConfig architecture = GptConfig::from_json(j["model"], source);
@@ -144,6 +160,24 @@ class RunSetup {
     base_.reset();
   }
 
+  // A resumed bfloat16 run under "auto" continues with the arithmetic it was trained with, so its
+  // bits continue too (emulated, slowly, when it was AMX's and this machine has none).
+  void keep_recorded_arithmetic(Bf16Arithmetic recorded) {
+    TrainConfig& c = parts_.config;
+    if (c.dtype != Dtype::bfloat16 || c.bf16_arithmetic != Bf16Arithmetic::automatic ||
+        recorded == Bf16Arithmetic::automatic)
+      return;
+    c.bf16_arithmetic = recorded;
+    const Bf16Arithmetic fastest = fastest_bf16_arithmetic();
+    if (!world_.is_root() || recorded == fastest) return;
+    spdlog::warn(
+        "resuming with the \"{}\" bfloat16 arithmetic the run was trained with{}; set bf16_arithmetic to "
+        "\"{}\" to continue faster, with other bits",
+        bf16_arithmetic_name(recorded),
+        recorded == Bf16Arithmetic::tiles ? ", which this CPU can only emulate (exact, and slow)" : "",
+        bf16_arithmetic_name(fastest));
+  }
+
   void build_model() {
     const TrainConfig& c = parts_.config;
     parts_.model = std::make_unique<Gpt>(c.model_config(parts_.data->vocab().size()));
@@ -153,6 +187,8 @@ class RunSetup {
       copy_values(model.params().data(), base_->model->params().data(),
                   static_cast<int64_t>(model.params().padded_floats()));
     model.set_matmul_dtype(c.dtype);
+    if (c.dtype == Dtype::bfloat16)
+      set_bf16_arithmetic(c.bf16_arithmetic == Bf16Arithmetic::automatic ? root_fastest_ : c.bf16_arithmetic);
     if (world_.distributed())
       parts_.sync = std::make_unique<DataParallelSync>(world_, model.params(), c.zero_stage == 1);
     else
@@ -178,6 +214,7 @@ class RunSetup {
   }
 
   const World& world_;
+  Bf16Arithmetic root_fastest_ = Bf16Arithmetic::sequential;
   const std::atomic<int>* stop_signal_;
   const InitKind kind_;
   RunParts parts_;

@@ -65,11 +65,12 @@ std::string Setting<InitFrom>::text(const InitFrom& value) {
 std::optional<OptimizerKind> Setting<OptimizerKind>::parse(const std::string& text) {
   if (text == "adamw") return OptimizerKind::adamw;
   if (text == "lion") return OptimizerKind::lion;
+  if (text == "muon") return OptimizerKind::muon;
   return std::nullopt;
 }
 
 std::string Setting<OptimizerKind>::text(OptimizerKind value) {
-  return value == OptimizerKind::lion ? "lion" : "adamw";
+  return value == OptimizerKind::lion ? "lion" : value == OptimizerKind::muon ? "muon" : "adamw";
 }
 
 std::optional<VocabKind> Setting<VocabKind>::parse(const std::string& text) {
@@ -152,7 +153,16 @@ const std::vector<ConfigKey>& config_keys() {
       {"norm", &model_field<&GptConfig::norm>,
        "\"layernorm\" (GPT-2) or \"rmsnorm\" (x / sqrt(mean(x^2) + 1e-5) * weight, no bias; Zhang & Sennrich 2019)"},
       {"mlp", &model_field<&GptConfig::mlp>,
-       "the MLP's activation: \"gelu\" (exact, GPT-2) or \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt)"},
+       "the MLP's activation: \"gelu\" (exact, GPT-2), \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt) or "
+       "\"swiglu\" ((silu(x W_gate) * (x W_up)) W_down; Shazeer 2020, llama)"},
+      {"mlp_hidden", &model_field<&GptConfig::mlp_hidden>,
+       "the MLP's hidden width (0 = automatic: 4 n_embd; with swiglu the multiple of 32 nearest to 8 n_embd / 3)"},
+      {"tie_embeddings", &model_field<&GptConfig::tie_embeddings>,
+       "the output head is the token embedding wte (GPT-2; Press & Wolf 2017); false: a separate lm_head weight "
+       "(modded-nanogpt, llama)"},
+      {"logit_softcap", &model_field<&GptConfig::logit_softcap>,
+       "0 = off; else logits = cap * tanh(logits / cap) in training, evaluation and sampling (Gemma 2, "
+       "modded-nanogpt)"},
       {"pos_encoding", &model_field<&GptConfig::pos_encoding>,
        "\"learned\" (absolute position embeddings wpe, GPT-2) or \"rope\" (rotary embeddings on every head's q and "
        "k, no wpe: pair (i, i + hs/2) turns by position * rope_theta^(-2i/hs); Su et al. 2021, GPT-NeoX)"},
@@ -179,7 +189,8 @@ const std::vector<ConfigKey>& config_keys() {
       {"patience", &field<&C::patience>,
        "stop after this many evaluations in a row without a new best val loss (0 = off)"},
       {"optimizer", &field<&C::optimizer>,
-       "\"adamw\" or \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay)"},
+       "\"adamw\", \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay) or \"muon\" (Muon on the "
+       "blocks' matrices, AdamW with learning_rate on the rest)"},
       {"learning_rate", &field<&C::learning_rate>, "peak learning rate"},
       {"decay_lr", &field<&C::decay_lr>, "warmup then cosine decay (false: constant learning rate)"},
       {"warmup_iters", &field<&C::warmup_iters>, "linear warmup iterations"},
@@ -190,6 +201,12 @@ const std::vector<ConfigKey>& config_keys() {
       {"beta2", &field<&C::beta2>, "AdamW beta2"},
       {"lion_beta1", &field<&C::lion_beta1>, "Lion beta1 (interpolation for the update's sign)"},
       {"lion_beta2", &field<&C::lion_beta2>, "Lion beta2 (momentum decay)"},
+      {"muon_lr", &field<&C::muon_lr>,
+       "Muon's peak learning rate for the 2-D weights inside the blocks (Jordan et al. 2024, \"Muon: An optimizer "
+       "for hidden layers\", modded-nanogpt): Nesterov momentum, 5 Newton-Schulz iterations orthogonalise the "
+       "update, scaled by sqrt(max(1, rows/cols)), no weight decay; follows learning_rate's schedule (times "
+       "lr/learning_rate)"},
+      {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum"},
       {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)"},
       {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step"},
       {"seed", &field<&C::seed>,
@@ -201,7 +218,11 @@ const std::vector<ConfigKey>& config_keys() {
        "under mpirun: after every step, check that all processes hold the same weights"},
       {"dtype", &field<&C::dtype>,
        "the Linear layers' matrix products: \"float32\", or \"bfloat16\" (mixed precision: inputs rounded to "
-       "bfloat16, sums and everything else float32; fast on CPUs with AVX512_BF16, emulated exactly elsewhere)"},
+       "bfloat16, sums and everything else float32; fast on CPUs with AMX or AVX512_BF16, emulated exactly elsewhere)"},
+      {"bf16_arithmetic", &field<&C::bf16_arithmetic>,
+       "how bfloat16 products sum (each its own bits): \"sequential\" (one fused multiply-add chain per "
+       "output, as VDPBF16PS), \"tiles\" (AMX's TDPBF16PS order; emulated, slowly, without AMX) or \"auto\" "
+       "(tiles where AMX runs, else sequential; a resumed run keeps its checkpoint's)"},
   };
   return keys;
 }
@@ -232,6 +253,9 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
     return {"pos_encoding", "needs an even head size n_embd / n_head, got " + std::to_string(c.model.head_size())};
   if (!(c.model.rope_theta > 0)) return {"rope_theta", "must be positive"};
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) return {"dropout", "must be in [0, 1)"};
+  if (c.model.mlp_hidden < 0) return {"mlp_hidden", "must be >= 0 (0 = automatic)"};
+  if (!(c.model.logit_softcap >= 0 && std::isfinite(c.model.logit_softcap)))
+    return {"logit_softcap", "must be a finite number >= 0 (0 = off)"};
   if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
   if (c.patience < 0) return {"patience", "must be >= 0 (0 = off)"};
   if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};
@@ -245,11 +269,15 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
   if (!(c.lion_beta1 >= 0 && c.lion_beta1 < 1)) return {"lion_beta1", "must be in [0, 1)"};
   if (!(c.lion_beta2 >= 0 && c.lion_beta2 < 1)) return {"lion_beta2", "must be in [0, 1)"};
+  if (!(c.muon_lr > 0)) return {"muon_lr", "must be positive"};
+  if (!(c.muon_momentum >= 0 && c.muon_momentum < 1)) return {"muon_momentum", "must be in [0, 1)"};
   if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
   if (c.seed < 0) return {"seed", "must be >= 0"};
   if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
   if (c.zero_stage != 0 && c.zero_stage != 1)
     return {"zero_stage", "must be 0 or 1, got " + std::to_string(c.zero_stage)};
+  if (c.zero_stage == 1 && c.optimizer == OptimizerKind::muon)
+    return {"zero_stage", "must be 0 with optimizer \"muon\" (its Newton-Schulz step needs each matrix whole)"};
   return {};
 }
 

@@ -25,7 +25,7 @@ struct InitFrom {
   bool operator==(const InitFrom&) const = default;
 };
 
-enum class OptimizerKind { adamw, lion };
+enum class OptimizerKind { adamw, lion, muon };
 
 // A span of time, written "600" (seconds), "90s", "10m", "1h30m" or "1.5h"; 0 is none.
 struct Duration {
@@ -67,6 +67,8 @@ struct TrainConfig {
   double beta2 = 0.99;
   double lion_beta1 = 0.9;
   double lion_beta2 = 0.99;
+  double muon_lr = 0.02;
+  double muon_momentum = 0.95;
   double grad_clip = 1.0;
   int64_t gradient_accumulation_steps = 1;
   // system
@@ -75,6 +77,7 @@ struct TrainConfig {
   int64_t zero_stage = 0;
   bool check_replicas = false;
   Dtype dtype = Dtype::float32;
+  Bf16Arithmetic bf16_arithmetic = Bf16Arithmetic::automatic;
 
   GptConfig model_config(int64_t vocab_size) const;
   CorpusSpec corpus() const;
@@ -94,13 +97,19 @@ template <>
 struct Setting<OptimizerKind> {
   static std::optional<OptimizerKind> parse(const std::string& text);
   static std::string text(OptimizerKind value);
-  static constexpr const char* expected = "\"adamw\" or \"lion\"";
+  static constexpr const char* expected = "\"adamw\", \"lion\" or \"muon\"";
 };
 template <>
 struct Setting<Dtype> {
   static std::optional<Dtype> parse(const std::string& text) { return parse_dtype(text); }
   static std::string text(Dtype value) { return dtype_name(value); }
   static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
+};
+template <>
+struct Setting<Bf16Arithmetic> {
+  static std::optional<Bf16Arithmetic> parse(const std::string& text) { return parse_bf16_arithmetic(text); }
+  static std::string text(Bf16Arithmetic value) { return bf16_arithmetic_name(value); }
+  static constexpr const char* expected = "\"auto\", \"sequential\" or \"tiles\"";
 };
 template <>
 struct Setting<Norm> {
@@ -112,7 +121,7 @@ template <>
 struct Setting<Activation> {
   static std::optional<Activation> parse(const std::string& text) { return parse_mlp_activation(text); }
   static std::string text(Activation value) { return activation_name(value); }
-  static constexpr const char* expected = "\"gelu\" or \"relu2\"";
+  static constexpr const char* expected = "\"gelu\", \"relu2\" or \"swiglu\"";
 };
 template <>
 struct Setting<PosEncoding> {
@@ -139,10 +148,10 @@ std::optional<double> parse_duration(const std::string& text);
 // A key's place in TrainConfig: a function giving the field of a config.
 template <class T>
 using ConfigField = T& (*)(TrainConfig&);
-using ConfigMember =
-    std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
-                 ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<Dtype>, ConfigField<VocabKind>,
-                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<PosEncoding>>;
+using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
+                                  ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
+                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>, ConfigField<Norm>,
+                                  ConfigField<Activation>, ConfigField<PosEncoding>, ConfigField<Bf16Arithmetic>>;
 
 struct ConfigKey {
   const char* name;

@@ -1,5 +1,6 @@
 #include "kernels/gemm/dispatch.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <string>
@@ -21,6 +22,8 @@ namespace {
 constexpr const KernelFamily<float>* kFloat32Families[] = {&kAvx512, &kAvx2, &kPortable};
 // bfloat16 inputs: VDPBF16PS (kAvx512Bf16), else these float32 micro-kernels on rounded inputs.
 constexpr const KernelFamily<float>* kRoundedFamilies[] = {&kAvx512Rounded, &kAvx2Rounded, &kPortableRounded};
+// The tiles arithmetic: AMX, else its emulation.
+constexpr const KernelFamily<uint32_t>* kTilesFamilies[] = {&kAmxBf16, &kPortableAmxBf16};
 
 // The last family of each list, the portable one, runs anywhere.
 template <std::size_t N>
@@ -42,6 +45,11 @@ thread_local AnyFamily t_forced[2];
 
 AnyFamily& forced(Dtype inputs) { return t_forced[inputs == Dtype::bfloat16 ? 1 : 0]; }
 
+// The process's bfloat16 arithmetic, as set (automatic until then).
+std::atomic<int> g_bf16_arithmetic{static_cast<int>(Bf16Arithmetic::automatic)};
+
+AnyFamily tiles_family() { return kAmxBf16.supported() ? kAmxBf16 : kPortableAmxBf16; }
+
 }  // namespace
 
 const KernelFamily<float>& float32_family() {
@@ -53,6 +61,7 @@ const KernelFamily<float>& float32_family() {
 AnyFamily gemm_family(Dtype inputs) {
   if (inputs == Dtype::float32) return float32_family();
   if (const AnyFamily chosen = forced(inputs)) return chosen;
+  if (bf16_arithmetic() == Bf16Arithmetic::tiles) return tiles_family();
   static const AnyFamily best = best_bfloat16_family();
   return best;
 }
@@ -65,6 +74,8 @@ AnyFamily family_named(const char* name) {
   for (const auto* families : {&kFloat32Families, &kRoundedFamilies})
     for (const KernelFamily<float>* family : *families)
       if (called(family->name)) return *family;
+  for (const KernelFamily<uint32_t>* family : kTilesFamilies)
+    if (called(family->name)) return *family;
   GPT_CHECK(called(kAvx512Bf16.name), std::string("no GEMM kernel called ") + name);
   return kAvx512Bf16;
 }
@@ -75,11 +86,38 @@ using gemm_detail::gemm_family;
 
 std::vector<const char*> gemm_kernels(Dtype inputs) {
   using namespace gemm_detail;
+  if (inputs == Dtype::bfloat16) return bfloat16_kernels(bf16_arithmetic());
   std::vector<const char*> names;
-  if (inputs == Dtype::bfloat16 && kAvx512Bf16.supported()) names.push_back(kAvx512Bf16.name);
-  for (const KernelFamily<float>* family : inputs == Dtype::float32 ? kFloat32Families : kRoundedFamilies)
+  for (const KernelFamily<float>* family : kFloat32Families)
     if (family->supported()) names.push_back(family->name);
   return names;
+}
+
+std::vector<const char*> bfloat16_kernels(Bf16Arithmetic arithmetic) {
+  using namespace gemm_detail;
+  std::vector<const char*> names;
+  if (arithmetic == Bf16Arithmetic::tiles) {
+    for (const KernelFamily<uint32_t>* family : kTilesFamilies)
+      if (family->supported()) names.push_back(family->name);
+    return names;
+  }
+  if (kAvx512Bf16.supported()) names.push_back(kAvx512Bf16.name);
+  for (const KernelFamily<float>* family : kRoundedFamilies)
+    if (family->supported()) names.push_back(family->name);
+  return names;
+}
+
+Bf16Arithmetic fastest_bf16_arithmetic() {
+  return gemm_detail::kAmxBf16.supported() ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
+}
+
+Bf16Arithmetic bf16_arithmetic() {
+  const auto chosen = static_cast<Bf16Arithmetic>(gemm_detail::g_bf16_arithmetic.load(std::memory_order_relaxed));
+  return chosen == Bf16Arithmetic::automatic ? fastest_bf16_arithmetic() : chosen;
+}
+
+void set_bf16_arithmetic(Bf16Arithmetic arithmetic) {
+  gemm_detail::g_bf16_arithmetic.store(static_cast<int>(arithmetic), std::memory_order_relaxed);
 }
 
 ForcedKernelScope::ForcedKernelScope(Dtype inputs, const char* kernel) : inputs_(inputs) {
@@ -91,6 +129,9 @@ ForcedKernelScope::ForcedKernelScope(Dtype inputs, const char* kernel) : inputs_
   }
   bool runs_here = false;
   for (const char* name : gemm_kernels(inputs)) runs_here = runs_here || std::strcmp(name, kernel) == 0;
+  if (inputs == Dtype::bfloat16)
+    for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+      for (const char* name : bfloat16_kernels(arithmetic)) runs_here = runs_here || std::strcmp(name, kernel) == 0;
   GPT_CHECK(runs_here, std::string("this CPU has no ") + dtype_name(inputs) + " GEMM kernel called " + kernel);
   slot = gemm_detail::family_named(kernel);
 }
@@ -110,6 +151,10 @@ std::string describe_matmul(Dtype inputs) {
     return std::string("matrix products: float32 (") + gemm_kernel_name(inputs) + " kernel)";
   const std::string line =
       std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
+  if (bf16_arithmetic() == Bf16Arithmetic::tiles)
+    return line + (gemm_detail::kAmxBf16.supported()
+                       ? ", AMX tiles)"
+                       : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
   if (gemm_bfloat16_uses_vdpbf16ps()) return line + ")";
   if (cpu_features().avx512bf16) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
   return line + "; no AVX512_BF16 here: no faster than float32)";

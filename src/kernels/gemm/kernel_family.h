@@ -1,10 +1,11 @@
 // A GEMM micro-kernel family: the register tile, the micro-kernels for 1 .. MR rows, the packing
 // they read, and how they get the bfloat16 arithmetic. Each family is defined in its own file
-// (portable.cpp, avx2.cpp, avx512.cpp, avx512_bf16.cpp) and listed in dispatch.cpp, which picks
-// one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
+// (portable.cpp, avx2.cpp, avx512.cpp, avx512_bf16.cpp, amx_bf16.cpp) and listed in dispatch.cpp,
+// which picks one per call; the blocked driver (kernels/gemm.cpp) runs any of them.
 //
 // Every micro-kernel computes c[rows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
-// with one fused multiply-add per term in k order, so all of them round identically. A is read
+// with one fused multiply-add per term in k order, so all of them round identically; the AMX
+// families sum in the tile instruction's order instead (kernels/gemm.h, Bf16Arithmetic). A is read
 // packed (a[k * MR + r]) or, where the family has direct_a kernels, straight from a row-major
 // matrix (a[r * lda + k]: no packing for the non-transposed case). B is always packed.
 #pragma once
@@ -24,8 +25,8 @@ namespace gpt::gemm_detail {
 // often C is read and written back, the same cache footprint.
 inline constexpr int64_t KC = 256;
 inline constexpr int64_t MC = 48;  // a multiple of every family's MR
-inline constexpr int64_t kMaxMR = 12;
-inline constexpr int64_t kMaxTile = kMaxMR * 32;
+inline constexpr int64_t kMaxMR = 16;
+inline constexpr int64_t kMaxTile = 16 * 64;  // MR x NR of the largest register or tile block
 
 template <typename Packed>
 using MicroKernel = void (*)(int64_t steps, const Packed* a, int64_t lda, const Packed* b, float* c, int64_t ldc,
@@ -63,11 +64,14 @@ struct KernelFamily {
   // flushed by MXCSR while the micro-kernels run.
   bool bfloat16_steps = false;
   bool flush_with_mxcsr = false;
+  // Pairs padded to a multiple of this (AMX: the 16 pairs of one tile row).
+  int64_t pair_multiple = 1;
 
   // Packed elements per row or column for kc values of k.
   int64_t steps(int64_t kc) const {
     if (!bfloat16_steps) return kc;
-    return std::is_same_v<Packed, float> ? (kc + 1) / 2 * 2 : (kc + 1) / 2;
+    if (std::is_same_v<Packed, float>) return (kc + 1) / 2 * 2;
+    return ((kc + 1) / 2 + pair_multiple - 1) / pair_multiple * pair_multiple;
   }
   // Values of k per K block: KC steps.
   int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
@@ -81,5 +85,10 @@ extern const KernelFamily<float> kPortable, kPortableRounded;
 extern const KernelFamily<float> kAvx2, kAvx2Rounded;
 extern const KernelFamily<float> kAvx512, kAvx512Rounded;
 extern const KernelFamily<uint32_t> kAvx512Bf16;
+// The tiles arithmetic: AMX's TDPBF16PS, and the same instructions emulated in C++ (any CPU).
+extern const KernelFamily<uint32_t> kAmxBf16, kPortableAmxBf16;
+// Four independent chains of `rounds` TDPBF16PS each (16 x 16 x 32 multiply-adds), for the peak
+// probe; only where kAmxBf16 is supported.
+double amx_tile_chains(int64_t rounds);
 
 }  // namespace gpt::gemm_detail

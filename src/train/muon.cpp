@@ -1,0 +1,115 @@
+#include "train/muon.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string_view>
+
+#include "core/check.h"
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+
+namespace gpt {
+
+namespace {
+
+// AdamW's share of a Muon run: every parameter Muon leaves.
+bool updated_by_adamw_beside_muon(const ParamStore::Slot& slot) { return !updated_by_muon(slot); }
+
+// The matrix's rows and columns as Newton-Schulz sees them: the shorter side first.
+struct Sides {
+  int64_t shorter, longer;
+};
+Sides sides(int64_t rows, int64_t cols) { return {std::min(rows, cols), std::max(rows, cols)}; }
+
+}  // namespace
+
+bool updated_by_muon(const ParamStore::Slot& slot) {
+  return slot.shape.rank == 2 && std::string_view(slot.name).starts_with("transformer.h.");
+}
+
+NewtonSchulz::NewtonSchulz(int64_t max_floats, int64_t max_side)
+    : x_(static_cast<std::size_t>(max_floats)),
+      bx_(static_cast<std::size_t>(max_floats)),
+      a_(static_cast<std::size_t>(max_side * max_side)),
+      aa_(static_cast<std::size_t>(max_side * max_side)) {}
+
+void NewtonSchulz::orthogonalize(float* g, int64_t rows, int64_t cols, int steps) {
+  const bool tall = rows > cols;
+  const auto [r, c] = sides(rows, cols);  // X [r, c] = G or G^T
+  GPT_CHECK(static_cast<std::size_t>(r * c) <= x_.size() && static_cast<std::size_t>(r * r) <= a_.size(),
+            "Newton-Schulz scratch too small");
+  // The Frobenius norm summed in double, in order: the same bits on any thread count.
+  double squares = 0.0;
+  for (int64_t k = 0; k < rows * cols; ++k) squares += static_cast<double>(g[k]) * g[k];
+  const float denominator = static_cast<float>(std::sqrt(squares)) + 1e-7f;
+  float *X = x_.data(), *BX = bx_.data(), *A = a_.data(), *B = aa_.data();
+#pragma omp parallel for schedule(static) if (r * c > kParallelMinElementwise)
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) X[i * c + j] = g[tall ? j * cols + i : i * cols + j] / denominator;
+  for (int s = 0; s < steps; ++s) {
+    gemm(false, true, r, r, c, X, c, X, c, A, r, false);  // A = X X^T
+    // B = b A + (c A) A, in the speedrun's order of operations (its `b * A + c * A @ A`).
+    for (int64_t k = 0; k < r * r; ++k) B[k] = kC * A[k];
+    gemm(false, false, r, r, r, B, r, A, r, BX, r, false);
+    for (int64_t k = 0; k < r * r; ++k) B[k] = kB * A[k] + BX[k];
+    gemm(false, false, r, c, r, B, r, X, c, BX, c, false);  // B X
+#pragma omp parallel for schedule(static) if (r * c > kParallelMinElementwise)
+    for (int64_t k = 0; k < r * c; ++k) X[k] = kA * X[k] + BX[k];
+  }
+#pragma omp parallel for schedule(static) if (r * c > kParallelMinElementwise)
+  for (int64_t i = 0; i < r; ++i)
+    for (int64_t j = 0; j < c; ++j) g[tall ? j * cols + i : i * cols + j] = X[i * c + j];
+}
+
+Muon::Muon(ParamStore& params, MuonSettings settings, StoreRange shard)
+    : Optimizer(params, shard),
+      settings_(settings),
+      adamw_(params, settings.adamw, shard, &updated_by_adamw_beside_muon),
+      momentum_(state_buffer(shard, "Muon")) {
+  int64_t max_floats = 0, max_side = 0;
+  for (const ParamStore::Slot& slot : params.slots()) {
+    if (!updated_by_muon(slot)) continue;
+    const auto begin = static_cast<int64_t>(slot.offset), end = begin + slot.shape.numel();
+    GPT_CHECK(end <= shard.begin || begin >= shard.end || (begin >= shard.begin && end <= shard.end),
+              "Muon's matrix " + slot.name + " cut by the optimizer's shard");
+    max_floats = std::max(max_floats, slot.shape.numel());
+    max_side = std::max(max_side, sides(slot.shape.dims[0], slot.shape.dims[1]).shorter);
+  }
+  update_ = AlignedBuffer<float>(static_cast<std::size_t>(max_floats));
+  newton_schulz_ = NewtonSchulz(max_floats, max_side);
+}
+
+std::vector<NamedBuffer> Muon::state() {
+  std::vector<NamedBuffer> buffers = adamw_.state();
+  buffers.push_back({"momentum_buffer", momentum_.data()});
+  return buffers;
+}
+
+void Muon::step(double lr) {
+  ++step_;
+  adamw_.set_step_count(step_ - 1);  // its bias corrections count our steps (a resume sets only ours)
+  adamw_.step(lr);
+  const double rate = settings_.lr * lr / settings_.schedule_peak;
+  const auto momentum = static_cast<float>(settings_.momentum);
+  for (const ParamStore::Slot& slot : params_.slots()) {
+    const auto begin = static_cast<int64_t>(slot.offset), n = slot.shape.numel();
+    if (!updated_by_muon(slot) || begin < shard_.begin || begin + n > shard_.end) continue;
+    float* p = params_.data() + begin;
+    const float* g = params_.grad() + begin;
+    float* buffer = momentum_.data() + (begin - shard_.begin);
+    float* u = update_.data();
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+    for (int64_t k = 0; k < n; ++k) {
+      buffer[k] = buffer[k] * momentum + g[k];
+      u[k] = g[k] + momentum * buffer[k];
+    }
+    const int64_t rows = slot.shape.dims[0], cols = slot.shape.dims[1];
+    newton_schulz_.orthogonalize(u, rows, cols);
+    // The scale in double, applied in float, as PyTorch applies a Python float.
+    const auto scale = static_cast<float>(rate * std::sqrt(std::max(1.0, static_cast<double>(rows) / cols)));
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+    for (int64_t k = 0; k < n; ++k) p[k] = p[k] - scale * u[k];
+  }
+}
+
+}  // namespace gpt
