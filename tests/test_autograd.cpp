@@ -97,15 +97,16 @@ TEST(Autograd, SteadyStateStepDoesNotGrowTheArena) {
 }
 
 // The fused op and the primitive composition must agree in forward and backward.
-void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_head) {
+void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_head, int n_kv_head = 0) {
   Rng rng(7);
-  OwnedTensor qkv_fused(Shape{B, T, 3 * C}, rng), upstream(Shape{B, T, C}, rng);
+  const int64_t kv_width = n_kv_head == 0 ? C : C / n_head * n_kv_head;
+  OwnedTensor qkv_fused(Shape{B, T, C + 2 * kv_width}, rng), upstream(Shape{B, T, C}, rng);
   OwnedTensor qkv_ref = qkv_fused;
   Arena arena;
   Graph g(arena);
   Rng dropout_rng(1);
-  Tensor fused = causal_self_attention(g, qkv_fused.view(), n_head, 0.0f, dropout_rng, true);
-  Tensor ref = testing::attention_from_primitives(g, qkv_ref.view(), n_head);
+  Tensor fused = causal_self_attention(g, qkv_fused.view(), n_head, 0.0f, dropout_rng, true, n_kv_head);
+  Tensor ref = testing::attention_from_primitives(g, qkv_ref.view(), n_head, n_kv_head);
   ASSERT_EQ(fused.shape, ref.shape);
   for (int64_t i = 0; i < fused.numel(); ++i) EXPECT_NEAR(fused.data[i], ref.data[i], 1e-5) << i;
   // Seed both outputs with the same upstream gradient, then backpropagate.
@@ -117,6 +118,11 @@ void expect_attention_matches_primitives(int64_t B, int64_t T, int64_t C, int n_
 
 TEST(FusedAttention, MatchesPrimitiveComposition) { expect_attention_matches_primitives(2, 9, 12, 3); }
 TEST(FusedAttention, MatchesPrimitiveCompositionAcrossRowBlocks) { expect_attention_matches_primitives(1, 130, 8, 2); }
+TEST(FusedAttention, GroupedQueryMatchesRepeatedKvHeads) {
+  expect_attention_matches_primitives(2, 9, 12, 6, 2);  // groups of 3 query heads
+  expect_attention_matches_primitives(2, 9, 12, 3, 1);  // multi-query: one kv head
+  expect_attention_matches_primitives(1, 130, 8, 4, 2);
+}
 
 TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
   // [B, H, T, T] probabilities would be 2 * 8 * 512 * 512 floats = 16 MiB; the op's own memory

@@ -18,6 +18,7 @@
 #include "kernels/lane_sum.h"
 #include "kernels/layernorm.h"
 #include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
 #include "kernels/softmax_row.h"
 #include "same_bits.h"
 
@@ -197,6 +198,77 @@ TEST(Rmsnorm, EveryInstructionSetAndThreadCountGivesTheSameBits) {
         EXPECT_TRUE(same_bits(r.dw, reference.dw)) << where;
       }
   }
+}
+
+// QK-norm's kernel: each head vector of a row normalised as rmsnorm with a unit weight would (the
+// same bits: x * s * 1 is x * s), the rest of the row untouched, on every instruction set and
+// thread count.
+TEST(HeadRmsnorm, EqualsUnitWeightRmsnormPerHeadOnEveryInstructionSetAndThreadCount) {
+  for (int64_t hs : {4, 17, 64}) {
+    const int64_t rows = 97, heads = 3, stride = heads * hs + 5;
+    const auto x = random_row(rows * stride, 1, 2.0f), dy = random_row(rows * stride, 4, 1.0f);
+    const auto dx0 = random_row(rows * stride, 5, 1.0f);
+    // The reference: rmsnorm_forward/backward on each head with a weight of ones.
+    std::vector<float> ref_y = x, ref_dx = dx0, ones(static_cast<std::size_t>(hs), 1.0f);
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t h = 0; h < heads; ++h) {
+        const int64_t o = r * stride + h * hs;
+        float rstd = 0;
+        rmsnorm_forward(x.data() + o, ones.data(), ref_y.data() + o, &rstd, 1, hs);
+        rmsnorm_backward(x.data() + o, ones.data(), &rstd, dy.data() + o, ref_dx.data() + o, nullptr, 1, hs);
+      }
+    for (VectorIsa isa : supported_isas())
+      for (int threads : {1, 2, 3}) {
+        const ForcedVectorIsaScope forced(isa);
+        const int before = omp_get_max_threads();
+        omp_set_num_threads(threads);
+        std::vector<float> y = x, dx = dx0, rstd(static_cast<std::size_t>(rows * heads));
+        head_rmsnorm_forward(x.data(), y.data(), rstd.data(), rows, stride, heads, hs);
+        head_rmsnorm_backward(x.data(), rstd.data(), dy.data(), dx.data(), rows, stride, heads, hs);
+        std::vector<float> in_place = x;  // the sampler normalises in place, without saving 1/rms
+        head_rmsnorm_forward(in_place.data(), in_place.data(), nullptr, rows, stride, heads, hs);
+        omp_set_num_threads(before);
+        const std::string where =
+            std::string(vector_isa_name(isa)) + " hs " + std::to_string(hs) + " threads " + std::to_string(threads);
+        EXPECT_TRUE(same_bits(y, ref_y)) << where;
+        EXPECT_TRUE(same_bits(in_place, ref_y)) << where;
+        EXPECT_TRUE(same_bits(dx, ref_dx)) << where;
+      }
+  }
+}
+
+// RoPE: the table is cos/sin of pos * theta^(-2i/hs) rounded once to float; the rotation keeps
+// each pair's length, is the identity at position 0, its backward is the inverse rotation, and
+// a rotated query and key score depends on their distance only.
+TEST(Rope, TableRotationAndRelativePositions) {
+  const int64_t hs = 8, positions = 50;
+  const RopeTable t = make_rope_table(positions, hs, 10000.0);
+  for (int64_t p : {0, 1, 7, 49})
+    for (int64_t i = 0; i < hs / 2; ++i) {
+      const double angle = static_cast<double>(p) * std::pow(10000.0, -2.0 * static_cast<double>(i) / hs);
+      EXPECT_EQ(t.cos[static_cast<std::size_t>(p * hs / 2 + i)], static_cast<float>(std::cos(angle)));
+      EXPECT_EQ(t.sin[static_cast<std::size_t>(p * hs / 2 + i)], static_cast<float>(std::sin(angle)));
+    }
+  const auto q = random_row(2 * hs, 1, 1.0f), k = random_row(2 * hs, 2, 1.0f);  // two heads
+  std::vector<float> y(q.size());
+  rope_rotate(t, 0, q.data(), y.data(), 2);
+  EXPECT_TRUE(same_bits(y, q));
+  rope_rotate(t, 13, q.data(), y.data(), 2);
+  std::vector<float> back(q.size(), 0.0f);
+  rope_rotate_backward(t, 13, y.data(), back.data(), 2);
+  for (std::size_t j = 0; j < q.size(); ++j) EXPECT_NEAR(back[j], q[j], 1e-6);
+  for (int64_t i = 0; i < hs / 2; ++i)
+    EXPECT_NEAR(std::hypot(y[i], y[i + hs / 2]), std::hypot(q[i], q[i + hs / 2]), 1e-6);
+  auto score = [&](int64_t pq, int64_t pk) {
+    std::vector<float> rq(hs), rk(hs);
+    rope_rotate(t, pq, q.data(), rq.data(), 1);
+    rope_rotate(t, pk, k.data(), rk.data(), 1);
+    double dot = 0;
+    for (int64_t j = 0; j < hs; ++j) dot += static_cast<double>(rq[j]) * rk[j];
+    return dot;
+  };
+  EXPECT_NEAR(score(9, 4), score(45, 40), 1e-5);
+  EXPECT_GT(std::fabs(score(9, 4) - score(9, 8)), 1e-3);
 }
 
 TEST(LaneSum, IsAccurateAndUsesTheDocumentedOrder) {

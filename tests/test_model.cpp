@@ -145,6 +145,61 @@ TEST(GptConfig, ModernKeysAreOffByDefaultAndRoundTrip) {
   EXPECT_THROW(GptConfig::from_json(j, "bad"), UserError);
 }
 
+// pos_encoding, rope_theta, n_kv_head and qk_norm, likewise: absent by default, round-tripped,
+// wrong values rejected naming the key.
+TEST(GptConfig, AttentionKeysAreOffByDefaultAndRoundTrip) {
+  GptConfig config;
+  nlohmann::json j = config.to_json();
+  for (const char* key : {"pos_encoding", "rope_theta", "n_kv_head", "qk_norm"}) EXPECT_FALSE(j.contains(key)) << key;
+  config.n_kv_head = config.n_head;  // the same model as the default: written the same
+  EXPECT_EQ(config.to_json(), j);
+  const GptConfig old = GptConfig::from_json(j, "old");
+  EXPECT_EQ(old.pos_encoding, PosEncoding::learned);
+  EXPECT_EQ(old.kv_heads(), old.n_head);
+  EXPECT_FALSE(old.qk_norm);
+  config.pos_encoding = PosEncoding::rope;
+  config.rope_theta = 500000.0;
+  config.n_kv_head = 2;
+  config.qk_norm = true;
+  j = config.to_json();
+  EXPECT_EQ(j["pos_encoding"], "rope");
+  EXPECT_EQ(j["rope_theta"], 500000.0);
+  EXPECT_EQ(j["n_kv_head"], 2);
+  EXPECT_EQ(j["qk_norm"], true);
+  EXPECT_EQ(GptConfig::from_json(j, "new").to_json(), j);
+  auto expect_rejected = [&](const char* key, const nlohmann::json& value) {
+    nlohmann::json bad = j;
+    bad[key] = value;
+    try {
+      GptConfig::from_json(bad, "bad");
+      ADD_FAILURE() << key << " = " << value.dump() << " accepted";
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  };
+  expect_rejected("pos_encoding", "alibi");
+  expect_rejected("rope_theta", 0);
+  expect_rejected("n_kv_head", 4);  // does not divide n_head 6
+  expect_rejected("qk_norm", "yes");
+}
+
+TEST(Gpt, RopeDropsThePositionEmbeddingAndGroupedQueryNarrowsCAttn) {
+  const GptConfig config{.n_layer = 1,
+                         .n_head = 4,
+                         .n_embd = 16,
+                         .block_size = 8,
+                         .vocab_size = 11,
+                         .pos_encoding = PosEncoding::rope,
+                         .n_kv_head = 2};
+  Gpt model(config);
+  ParamStore& params = model.params();
+  EXPECT_EQ(params.index_of("transformer.wpe.weight"), -1);
+  EXPECT_EQ(params.tensor("transformer.h.0.attn.c_attn.weight").shape, (Shape{16 + 2 * 2 * 4, 16}));
+  EXPECT_EQ(static_cast<double>(params.parameter_count()), gpt_parameter_size(config).parameters);
+  EXPECT_EQ(model.rope_table().positions, 8);
+  EXPECT_EQ(model.rope_table().half, 2);
+}
+
 TEST(GptConfig, MlpKeysAreOffByDefaultAndRoundTrip) {
   GptConfig config;
   nlohmann::json j = config.to_json();
@@ -291,12 +346,15 @@ TEST(Gpt, TrainingStepMemoryIsLinearInLayersWithFewActivationsEach) {
 }
 
 // The estimate counts exactly what the store allocates, and a training step's arena within 25%
-// (also with swiglu, an untied head and soft-capped logits).
+// (also with swiglu, an untied head and soft-capped logits, and with the attention keys).
 TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
-  for (int variant : {0, 1, 2}) {
-    const bool bias = variant == 1;
+  // no biases, biases, the MLP and head keys, the attention keys (rope, GQA, QK-norm), all of them
+  for (int variant : {0, 1, 2, 3, 4}) {
+    const bool bias = variant == 1, mlp_keys = variant == 2 || variant == 4,
+               attention_keys = variant == 3 || variant == 4;
+    SCOPED_TRACE("variant " + std::to_string(variant));
     GptConfig config;
-    if (variant == 2) {
+    if (mlp_keys) {
       config.mlp = Activation::swiglu;
       config.tie_embeddings = false;
       config.logit_softcap = 30;
@@ -308,6 +366,11 @@ TEST(GptMemory, EstimateMatchesTheStoreAndATrainingStep) {
     config.vocab_size = 70;
     config.bias = bias;
     config.dropout = 0.1f;
+    if (attention_keys) {
+      config.pos_encoding = PosEncoding::rope;
+      config.n_kv_head = 1;
+      config.qk_norm = true;
+    }
     Gpt model(config);
     model.init_weights(1);
     const GptMemory memory = estimate_gpt_memory(config);

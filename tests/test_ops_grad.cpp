@@ -307,6 +307,43 @@ TEST(OpGrad, CausalSelfAttentionWithDropoutLongerThanOneRowBlock) {
       inputs);
 }
 
+TEST(OpGrad, GroupedQueryAttention) {
+  // B=2, T=5, 4 query heads sharing 2 kv heads of size 2: qkv width (4 + 2 * 2) * 2.
+  auto inputs = make_inputs({Shape{2, 5, 16}}, 31);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(1);
+        return causal_self_attention(g, in[0], 4, 0.0f, rng, true, 2);
+      },
+      inputs);
+}
+
+TEST(OpGrad, GroupedQueryAttentionWithDropoutLongerThanOneRowBlock) {
+  // One kv head for 3 query heads (multi-query), T = 70: the second row block, dropout.
+  auto inputs = make_inputs({Shape{1, 70, 10}}, 32, 0.5f);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        Rng rng(3);
+        return causal_self_attention(g, in[0], 3, 0.2f, rng, true, 1);
+      },
+      inputs);
+}
+
+TEST(OpGrad, RopeOnQAndKHeads) {
+  // 3 query heads and 1 kv head of size 4 at positions 0 .. 6 (the table has 9); v passes.
+  const RopeTable table = make_rope_table(9, 4, 10000.0);
+  auto inputs = make_inputs({Shape{2, 7, 20}}, 33);
+  expect_gradcheck([&](Graph& g, const std::vector<Tensor>& in) { return rope(g, in[0], 3, 1, table); }, inputs);
+  const RopeTable small_theta = make_rope_table(7, 6, 3.0);  // large angles
+  auto wide = make_inputs({Shape{1, 7, 24}}, 34);
+  expect_gradcheck([&](Graph& g, const std::vector<Tensor>& in) { return rope(g, in[0], 2, 1, small_theta); }, wide);
+}
+
+TEST(OpGrad, QkRmsnorm) {
+  auto inputs = make_inputs({Shape{2, 3, 24}}, 35);  // 2 query heads, 1 kv head of size 6
+  expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return qk_rmsnorm(g, in[0], 2, 1); }, inputs);
+}
+
 TEST(OpGrad, CrossEntropy) {
   auto inputs = make_inputs({Shape{5, 7}}, 29);
   expect_gradcheck(

@@ -120,6 +120,8 @@ TEST(PytorchParity, WithBiases) { check_parity("parity_bias.safetensors"); }
 TEST(PytorchParity, WithoutBiases) { check_parity("parity_nobias.safetensors"); }
 // The modern-architecture keys (docs/training.md): norm "rmsnorm", mlp "relu2".
 TEST(PytorchParity, ModernArchitecture) { check_parity("parity_modern.safetensors"); }
+// RoPE (no wpe), grouped-query attention (2 query heads sharing 1 kv head), QK-norm, rmsnorm.
+TEST(PytorchParity, RopeGroupedQueryAndQkNorm) { check_parity("parity_rope.safetensors"); }
 
 // The MLP and head keys: mlp "swiglu" (c_fc = [W_gate; W_up]), an untied lm_head.weight and
 // logit_softcap 2 (which bends these logits), with norm "rmsnorm".

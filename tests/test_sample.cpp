@@ -17,19 +17,27 @@ namespace {
 struct Architecture {
   Norm norm = Norm::layernorm;
   Activation mlp = Activation::gelu;
+  PosEncoding pos_encoding = PosEncoding::learned;
+  int64_t n_head = 2, n_kv_head = 0;
+  bool qk_norm = false;
   bool tie_embeddings = true;
   double logit_softcap = 0;
 };
+// RoPE, grouped-query attention (4 query heads sharing 2 kv heads) and QK-norm together.
+const Architecture kModernAttention{.pos_encoding = PosEncoding::rope, .n_head = 4, .n_kv_head = 2, .qk_norm = true};
 
 std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtype dtype = Dtype::float32,
                                   Architecture arch = {}) {
   GptConfig c;
   c.norm = arch.norm;
   c.mlp = arch.mlp;
+  c.pos_encoding = arch.pos_encoding;
+  c.n_kv_head = arch.n_kv_head;
+  c.qk_norm = arch.qk_norm;
   c.tie_embeddings = arch.tie_embeddings;
   c.logit_softcap = arch.logit_softcap;
   c.n_layer = 2;
-  c.n_head = 2;
+  c.n_head = arch.n_head;
   c.n_embd = 16;
   c.block_size = block_size;
   c.vocab_size = 13;
@@ -151,6 +159,35 @@ TEST(KvCache, Relu2MlpMatchesRecomputation) {
   expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, relu2);  // split by rows
 }
 
+TEST(KvCache, RopeMatchesRecomputation) {
+  const Architecture rope{.pos_encoding = PosEncoding::rope};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, rope);
+  expect_same_generation(2, 20, 4, 0.0, 8, Dtype::float32, rope);  // the shifted window is re-encoded
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, rope);
+}
+
+TEST(KvCache, GroupedQueryAttentionMatchesRecomputation) {
+  for (int64_t kv : {1, 2}) {
+    SCOPED_TRACE("n_kv_head " + std::to_string(kv));
+    const Architecture gqa{.n_head = 4, .n_kv_head = kv};
+    expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, gqa);
+    expect_same_generation(25, 10, 8, 1.0, 40, Dtype::float32, gqa);
+  }
+}
+
+TEST(KvCache, QkNormMatchesRecomputation) {
+  const Architecture qk{.qk_norm = true};
+  expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, qk);
+  expect_same_generation(25, 10, 0, 1.0, 40, Dtype::float32, qk);
+}
+
+TEST(KvCache, RopeGroupedQueryAndQkNormTogetherMatchRecomputation) {
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, kModernAttention);
+  expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, kModernAttention);
+  expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, kModernAttention);  // split by rows
+  expect_same_generation(40, 10, 8, 0.0, 40, Dtype::float32, kModernAttention);
+}
+
 TEST(KvCache, SwigluMlpMatchesRecomputation) {
   const Architecture swiglu{.mlp = Activation::swiglu};
   expect_same_generation(3, 30, 0, 1.0, 8, Dtype::float32, swiglu);
@@ -176,7 +213,9 @@ void expect_same_bits_on_any_thread_count(Architecture arch) {
   }
 }
 
-TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count({}); }
+TEST(KvCache, RowAndColumnSplitsGiveTheSameBitsOnAnyThreadCount) {
+  for (const Architecture& arch : {Architecture{}, kModernAttention}) expect_same_bits_on_any_thread_count(arch);
+}
 
 // swiglu, an untied head and soft-capped logits (a cap the random model's logits exceed), with rmsnorm.
 const Architecture kMlpAndHeadKeys{
@@ -189,6 +228,28 @@ TEST(KvCache, UntiedSoftcappedSwigluModelMatchesRecomputation) {
 }
 
 TEST(KvCache, MlpAndHeadKeysGiveTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count(kMlpAndHeadKeys); }
+
+// Every attention, MLP and head key at once: RoPE, 4 query heads sharing 2 kv heads, QK-norm,
+// swiglu, an untied head and soft-capped logits, with rmsnorm.
+const Architecture kAllKeys{.norm = Norm::rmsnorm,
+                            .mlp = Activation::swiglu,
+                            .pos_encoding = PosEncoding::rope,
+                            .n_head = 4,
+                            .n_kv_head = 2,
+                            .qk_norm = true,
+                            .tie_embeddings = false,
+                            .logit_softcap = 3};
+
+TEST(KvCache, AttentionMlpAndHeadKeysTogetherMatchRecomputation) {
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, kAllKeys);
+  expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, kAllKeys);    // shifted windows re-encoded
+  expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, kAllKeys);  // split by rows
+  expect_same_generation(40, 10, 8, 0.0, 40, Dtype::float32, kAllKeys);
+}
+
+TEST(KvCache, AttentionMlpAndHeadKeysGiveTheSameBitsOnAnyThreadCount) {
+  expect_same_bits_on_any_thread_count(kAllKeys);
+}
 
 TEST(KvCache, ShiftWindowsAreAsDocumented) {
   // block_size 8, shift 3: once full, keep the last 8 - 3 + 1 = 6 tokens.

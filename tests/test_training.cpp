@@ -70,6 +70,25 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
   EXPECT_EQ(one.val, two.val);
 }
 
+// The attention keys' paths (RoPE, QK-norm, grouped-query attention's backward by kv head) too.
+TEST_F(Training, AttentionKeysThreadCountDoesNotChangeTheResult) {
+  const testing::ThreadCount restore;
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.n_embd = 64;
+  c.model.pos_encoding = PosEncoding::rope;
+  c.model.n_kv_head = 1;
+  c.model.qk_norm = true;
+  c.batch_size = 16;
+  std::vector<LoggedRun> runs;
+  for (int64_t threads : {1, 3}) {
+    c.threads = threads;
+    run_training(c, nullptr);
+    runs.push_back(read_metrics(c.out_dir));
+  }
+  EXPECT_EQ(runs[0].train, runs[1].train);
+  EXPECT_EQ(runs[0].val, runs[1].val);
+}
+
 // dtype bfloat16: thread-independent like float32, close to it but not the same, and the
 // checkpoint (float32 weights) says which dtype sampling and evaluation should use.
 TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
@@ -206,6 +225,36 @@ TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
     FAIL() << "expected an error";
   } catch (const UserError& e) {
     EXPECT_NE(std::string(e.what()).find("mlp"), std::string::npos) << e.what();
+  }
+}
+
+// RoPE, grouped-query attention and QK-norm, likewise.
+TEST_F(Training, AttentionKeysResumeReloadAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.pos_encoding = PosEncoding::rope;
+  c.model.rope_theta = 500.0;
+  c.model.n_kv_head = 1;
+  c.model.qk_norm = true;
+  ASSERT_GT(c.model.n_head, 1);
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const GptConfig loaded = load_model(c.out_dir).model->config();
+  EXPECT_EQ(loaded.pos_encoding, PosEncoding::rope);
+  EXPECT_EQ(loaded.rope_theta, 500.0);
+  EXPECT_EQ(loaded.kv_heads(), 1);
+  EXPECT_TRUE(loaded.qk_norm);
+  c.init_from = {InitKind::resume, ""};
+  for (const char* key : {"pos_encoding", "rope_theta", "n_kv_head", "qk_norm"}) {
+    TrainConfig other = c;
+    if (std::string(key) == "pos_encoding") other.model.pos_encoding = PosEncoding::learned;
+    if (std::string(key) == "rope_theta") other.model.rope_theta = 10000.0;
+    if (std::string(key) == "n_kv_head") other.model.n_kv_head = 0;
+    if (std::string(key) == "qk_norm") other.model.qk_norm = false;
+    try {
+      run_training(other, nullptr);
+      ADD_FAILURE() << "expected an error for " << key;
+    } catch (const UserError& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
   }
 }
 

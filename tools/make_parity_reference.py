@@ -1,11 +1,12 @@
 #!/usr/bin/python3
-"""Writes tests/data/parity_{bias,nobias,modern,mlp}.safetensors: a tiny nanoGPT model's weights, a
-batch, its logits, loss and every parameter gradient, then the losses and weights after a few AdamW
-steps with gradient clipping and the warmup + cosine schedule ("modern": with the modern-architecture
-config keys set: norm "rmsnorm", mlp "relu2"; "mlp": norm "rmsnorm", mlp "swiglu", an untied head
-and logit_softcap 2, small enough to bend these logits). tests/test_parity.cpp checks our engine
-against these files, so CI needs no PyTorch. Regenerate all, or the ones named, with:
-    /usr/bin/python3 tools/make_parity_reference.py [bias nobias modern mlp]
+"""Writes tests/data/parity_{bias,nobias,modern,mlp,rope}.safetensors: a tiny nanoGPT model's
+weights, a batch, its logits, loss and every parameter gradient, then the losses and weights after a
+few AdamW steps with gradient clipping and the warmup + cosine schedule ("modern": with the
+modern-architecture config keys set: norm "rmsnorm", mlp "relu2"; "mlp": norm "rmsnorm", mlp
+"swiglu", an untied head and logit_softcap 2, small enough to bend these logits; "rope":
+pos_encoding "rope", n_kv_head 1 of n_head 2, qk_norm, norm "rmsnorm"). tests/test_parity.cpp checks
+our engine against these files, so CI needs no PyTorch. Regenerate all, or the ones named, with:
+    /usr/bin/python3 tools/make_parity_reference.py [bias nobias modern mlp rope]
 """
 import json
 import os
@@ -24,7 +25,9 @@ TRAIN = dict(learning_rate=3e-2, warmup_iters=2, lr_decay_iters=5, min_lr=3e-3, 
 
 def make(bias, seed, file_name=None, **modern):
     torch.manual_seed(seed)
-    config = GPTConfig(block_size=8, vocab_size=11, n_layer=2, n_head=2, n_embd=16, dropout=0.0, bias=bias, **modern)
+    arch = dict(n_layer=2, n_head=2, n_embd=16, block_size=8, vocab_size=11, dropout=0.0, bias=bias)
+    arch.update(modern)
+    config = GPTConfig(**arch)
     model = GPT(config)
     if bias:  # nonzero biases and LayerNorm weights so that their gradients are exercised
         with torch.no_grad():
@@ -65,8 +68,7 @@ def make(bias, seed, file_name=None, **modern):
     tensors['steps.grad_norms'] = torch.tensor(norms).numpy()
     for name, value in state_dict_without_tied(model).items():
         tensors['final.' + name] = value.detach().numpy().copy()
-    metadata = {'config': json.dumps(dict(n_layer=2, n_head=2, n_embd=16, block_size=8, vocab_size=11,
-                                          dropout=0.0, bias=bias, **modern)),
+    metadata = {'config': json.dumps(arch),
                 'train': json.dumps(t), 'torch': torch.__version__}
     path = os.path.join(OUT, f"parity_{file_name or ('bias' if bias else 'nobias')}.safetensors")
     safetensors_io.save(path, tensors, metadata)
@@ -81,6 +83,8 @@ REFERENCES = {
     # weights agree to 6e-6 of each tensor's largest value; seed 4's only to 1.2e-4, past the test's 1e-4).
     'mlp': lambda: make(bias=False, seed=11, file_name='mlp', norm='rmsnorm', mlp='swiglu', tie_embeddings=False,
                         logit_softcap=2.0),
+    'rope': lambda: make(bias=False, seed=4, file_name='rope', norm='rmsnorm', pos_encoding='rope', n_kv_head=1,
+                         qk_norm=True),
 }
 
 if __name__ == '__main__':

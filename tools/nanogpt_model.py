@@ -23,6 +23,11 @@ class GPTConfig:
     bias: bool = False
     norm: str = 'layernorm'  # or 'rmsnorm' (no bias)
     mlp: str = 'gelu'  # or 'relu2': relu(x)^2, or 'swiglu': silu(x W_gate) * (x W_up)
+    # attention (issue 22): rotary positions instead of wpe, grouped-query attention, QK-norm
+    pos_encoding: str = 'learned'  # or 'rope' (GPT-NeoX/llama rotate-half; no wpe)
+    rope_theta: float = 10000.0
+    n_kv_head: int = 0  # 0: n_head
+    qk_norm: bool = False  # weightless RMSNorm over each q and k head, before RoPE
     mlp_hidden: int = 0  # 0: 4 n_embd, for swiglu the multiple of 32 nearest to 8 n_embd / 3
     tie_embeddings: bool = True  # False: lm_head.weight of its own
     logit_softcap: float = 0.0  # > 0: logits = cap * tanh(logits / cap)
@@ -59,11 +64,39 @@ def make_norm(config):
     return RMSNorm(config.n_embd) if config.norm == 'rmsnorm' else LayerNorm(config.n_embd, bias=config.bias)
 
 
+def rope_tables(block_size, head_size, theta):
+    """cos, sin [block_size, head_size]: pair (i, i + hs/2) turns by pos * theta^(-2i/hs); in float64,
+    rounded once to float32, as gpt's make_rope_table."""
+    freq = theta ** (-2.0 * torch.arange(head_size // 2, dtype=torch.float64) / head_size)
+    angle = torch.outer(torch.arange(block_size, dtype=torch.float64), freq)
+    angle = torch.cat([angle, angle], dim=-1)
+    return torch.cos(angle).float(), torch.sin(angle).float()
+
+
+def rotate_half(x):
+    x1, x2 = x.chunk(2, dim=-1)
+    return torch.cat([-x2, x1], dim=-1)
+
+
+def head_rms_norm(x):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5)
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, config):
         super().__init__()
         assert config.n_embd % config.n_head == 0
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd, bias=config.bias)
+        self.n_kv_head = config.n_kv_head or config.n_head
+        assert config.n_head % self.n_kv_head == 0
+        hs = config.n_embd // config.n_head
+        self.kv_width = self.n_kv_head * hs
+        self.qk_norm = config.qk_norm
+        self.rope = config.pos_encoding == 'rope'
+        if self.rope:
+            cos, sin = rope_tables(config.block_size, hs, config.rope_theta)
+            self.register_buffer("rope_cos", cos, persistent=False)
+            self.register_buffer("rope_sin", sin, persistent=False)
+        self.c_attn = nn.Linear(config.n_embd, config.n_embd + 2 * self.kv_width, bias=config.bias)
         self.c_proj = nn.Linear(config.n_embd, config.n_embd, bias=config.bias)
         self.attn_dropout = nn.Dropout(config.dropout)
         self.resid_dropout = nn.Dropout(config.dropout)
@@ -74,10 +107,19 @@ class CausalSelfAttention(nn.Module):
 
     def forward(self, x):
         B, T, C = x.size()
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q, k, v = self.c_attn(x).split([self.n_embd, self.kv_width, self.kv_width], dim=2)
+        k = k.view(B, T, self.n_kv_head, C // self.n_head).transpose(1, 2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_kv_head, C // self.n_head).transpose(1, 2)
+        if self.qk_norm:
+            q, k = head_rms_norm(q), head_rms_norm(k)
+        if self.rope:
+            cos, sin = self.rope_cos[:T], self.rope_sin[:T]
+            q = q * cos + rotate_half(q) * sin
+            k = k * cos + rotate_half(k) * sin
+        if self.n_kv_head != self.n_head:  # grouped-query: each kv head serves n_head / n_kv_head query heads
+            k = k.repeat_interleave(self.n_head // self.n_kv_head, dim=1)
+            v = v.repeat_interleave(self.n_head // self.n_kv_head, dim=1)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
         att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
         att = F.softmax(att, dim=-1)
@@ -133,13 +175,15 @@ class GPT(nn.Module):
     def __init__(self, config):
         super().__init__()
         self.config = config
-        self.transformer = nn.ModuleDict(dict(
-            wte=nn.Embedding(config.vocab_size, config.n_embd),
-            wpe=nn.Embedding(config.block_size, config.n_embd),
+        modules = dict(wte=nn.Embedding(config.vocab_size, config.n_embd))
+        if config.pos_encoding == 'learned':  # RoPE has no position embedding
+            modules['wpe'] = nn.Embedding(config.block_size, config.n_embd)
+        modules.update(
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
             ln_f=make_norm(config),
-        ))
+        )
+        self.transformer = nn.ModuleDict(modules)
         self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
         if config.tie_embeddings:
             self.transformer.wte.weight = self.lm_head.weight  # weight tying
@@ -159,7 +203,10 @@ class GPT(nn.Module):
     def forward(self, idx, targets=None):
         b, t = idx.size()
         pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
-        x = self.transformer.drop(self.transformer.wte(idx) + self.transformer.wpe(pos))
+        x = self.transformer.wte(idx)
+        if self.config.pos_encoding == 'learned':
+            x = x + self.transformer.wpe(pos)
+        x = self.transformer.drop(x)
         for block in self.transformer.h:
             x = block(x)
         x = self.transformer.ln_f(x)

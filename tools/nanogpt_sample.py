@@ -38,9 +38,9 @@ def main():
     tensors, meta = safetensors_io.load(args.checkpoint)
     config = json.loads(meta['config'])
     chars = json.loads(meta['vocab'])
-    keys = ('n_layer', 'n_head', 'n_embd', 'block_size', 'vocab_size', 'bias', 'norm', 'mlp', 'mlp_hidden',
-            'tie_embeddings', 'logit_softcap')  # the optional ones only when the checkpoint has them
-    model = GPT(GPTConfig(**{k: config[k] for k in keys if k in config}, dropout=0.0))
+    # every architecture key the checkpoint records (norm, mlp, pos_encoding, n_kv_head, ...)
+    arch = {k: v for k, v in config.items() if k in GPTConfig.__dataclass_fields__ and k != 'dropout'}
+    model = GPT(GPTConfig(**arch, dropout=0.0))
     state = {k: torch.from_numpy(v) for k, v in tensors.items()}
     state.setdefault('lm_head.weight', state['transformer.wte.weight'])  # tied unless stored
     missing, unexpected = model.load_state_dict(state, strict=False)

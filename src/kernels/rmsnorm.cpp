@@ -16,16 +16,26 @@ namespace {
 
 constexpr float kEps = 1e-5f;
 
+// w == nullptr: no weight (QK-norm); y may be x; rstd may be null.
 GPT_ALWAYS_INLINE void rmsnorm_row(const float* x, const float* w, float* y, float* rstd, int64_t C) {
   const float ms = lane_sum(C, [x](int64_t j) { return x[j] * x[j]; }) / static_cast<float>(C);
   const float s = 1.0f / std::sqrt(ms + kEps);
-  for (int64_t j = 0; j < C; ++j) y[j] = x[j] * s * w[j];
-  *rstd = s;
+  if (w)
+    for (int64_t j = 0; j < C; ++j) y[j] = x[j] * s * w[j];
+  else
+    for (int64_t j = 0; j < C; ++j) y[j] = x[j] * s;
+  if (rstd) *rstd = s;
 }
 
-// ds/dx_j = -s^3 x_j / C, so dx += s * (g - x * s^2 * mean(g * x)) with g = dy * w.
+// ds/dx_j = -s^3 x_j / C, so dx += s * (g - x * s^2 * mean(g * x)) with g = dy * w (g = dy without w).
 GPT_ALWAYS_INLINE void rmsnorm_row_backward(const float* x, const float* w, float s, const float* dy, float* dx,
                                             int64_t C) {
+  if (!w) {
+    const float gx_mean = lane_sum(C, [dy, x](int64_t j) { return dy[j] * x[j]; }) / static_cast<float>(C);
+    const float k = s * s * gx_mean;
+    for (int64_t j = 0; j < C; ++j) dx[j] += s * (dy[j] - x[j] * k);
+    return;
+  }
   const float gx_mean = lane_sum(C, [dy, w, x](int64_t j) { return dy[j] * w[j] * x[j]; }) / static_cast<float>(C);
   const float k = s * s * gx_mean;
   for (int64_t j = 0; j < C; ++j) dx[j] += s * (dy[j] * w[j] - x[j] * k);
@@ -91,6 +101,29 @@ void rmsnorm_backward(const float* x, const float* w, const float* rstd, const f
     }
     for (int64_t j = j0; j < j1; ++j) dw[j] += acc_w[j - j0];
   }
+}
+
+// Each row holds `heads` vectors of size hs, then other values (stride - heads * hs of them),
+// which are left alone.
+void head_rmsnorm_forward(const float* x, float* y, float* rstd, int64_t rows, int64_t stride, int64_t heads,
+                          int64_t hs) {
+  const auto row = vector_path(vector_isa(), rmsnorm_row_avx512, rmsnorm_row_avx2, rmsnorm_row_baseline);
+#pragma omp parallel for schedule(static) if (rows * heads * hs > kParallelMinRowReduction)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h)
+      row(x + r * stride + h * hs, nullptr, y + r * stride + h * hs, rstd ? rstd + r * heads + h : nullptr, hs);
+}
+
+void head_rmsnorm_backward(const float* x, const float* rstd, const float* dy, float* dx, int64_t rows, int64_t stride,
+                           int64_t heads, int64_t hs) {
+  const auto row =
+      vector_path(vector_isa(), rmsnorm_row_backward_avx512, rmsnorm_row_backward_avx2, rmsnorm_row_backward_baseline);
+#pragma omp parallel for schedule(static) if (rows * heads * hs > kParallelMinRowReduction)
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t h = 0; h < heads; ++h) {
+      const int64_t o = r * stride + h * hs;
+      row(x + o, nullptr, rstd[r * heads + h], dy + o, dx + o, hs);
+    }
 }
 
 }  // namespace gpt

@@ -18,20 +18,28 @@ struct TapeExecutor {
   using Value = Tensor;
   Graph& g;
   const int32_t* idx;
-  int64_t B, T, n_head;
+  int64_t B, T, n_head, n_kv_head;
+  const RopeTable& rope_table;
   float dropout;
   Rng& rng;
   bool training;
   Dtype matmul_dtype;
 
   Tensor embed(const Tensor& wte, const Tensor& wpe) {
+    if (!defined(wpe)) return gpt::dropout(g, embedding(g, wte, idx, Shape{B, T}), dropout, rng, training);
     return token_position_embedding(g, wte, wpe, idx, B, T, dropout, rng, training);
+  }
+  Tensor qk_norm(const Tensor& qkv) {
+    return qk_rmsnorm(g, qkv, static_cast<int>(n_head), static_cast<int>(n_kv_head));
+  }
+  Tensor rope(const Tensor& qkv) {
+    return gpt::rope(g, qkv, static_cast<int>(n_head), static_cast<int>(n_kv_head), rope_table);
   }
   Tensor norm_linear(const Tensor& x, const NormWeights& norm, const LinearWeights& linear) {
     return gpt::norm_linear(g, norm.kind, x, norm.weight, norm.bias, linear.weight, linear.bias, matmul_dtype);
   }
   Tensor attention(const Tensor& qkv, int64_t /*layer*/) {
-    return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training);
+    return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training, static_cast<int>(n_kv_head));
   }
   Tensor residual(const Tensor& x, const Tensor& in, Activation act, const LinearWeights& linear) {
     return residual_projection(g, x, in, act, linear.weight, linear.bias, dropout, rng, training, matmul_dtype);
@@ -43,6 +51,9 @@ struct TapeExecutor {
 
 Gpt::Gpt(const GptConfig& config) : config_(config) {
   GPT_CHECK(config.n_embd % config.n_head == 0, "n_embd must be divisible by n_head");
+  GPT_CHECK(config.n_head % config.kv_heads() == 0, "n_kv_head must divide n_head");
+  if (config.pos_encoding == PosEncoding::rope)
+    rope_table_ = make_rope_table(config.block_size, config.head_size(), config.rope_theta);
   // A model larger than the machine is said before anything is allocated, with its sizes and the
   // settings behind them; a refusal from the allocator says the same.
   const GptMemory memory = estimate_gpt_memory(config_);
@@ -59,8 +70,17 @@ Gpt::Gpt(const GptConfig& config) : config_(config) {
 Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, const int32_t* targets, bool training,
                          Rng& dropout_rng) {
   GPT_CHECK(T >= 1 && T <= config_.block_size, "sequence length " + std::to_string(T) + " outside [1, block_size]");
-  TapeExecutor executor{g,        idx,          B, T, config_.n_head, static_cast<float>(config_.dropout), dropout_rng,
-                        training, matmul_dtype_};
+  TapeExecutor executor{.g = g,
+                        .idx = idx,
+                        .B = B,
+                        .T = T,
+                        .n_head = config_.n_head,
+                        .n_kv_head = config_.kv_heads(),
+                        .rope_table = rope_table_,
+                        .dropout = static_cast<float>(config_.dropout),
+                        .rng = dropout_rng,
+                        .training = training,
+                        .matmul_dtype = matmul_dtype_};
   Output out;
   out.logits = run_gpt(config_, weights_, executor);
   if (targets) out.loss = cross_entropy(g, reshape(out.logits, Shape{B * T, config_.vocab_size}), targets);
@@ -68,8 +88,10 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
 }
 
 double Gpt::flops_per_token() const {
-  // The embeddings are lookups, not products: wpe never counts, wte only as the tied head.
-  const int64_t lookups = (config_.block_size + (config_.tie_embeddings ? 0 : config_.vocab_size)) * config_.n_embd;
+  // The embeddings are lookups, not products: wpe (absent with rope) never counts, wte only as the
+  // tied head.
+  const int64_t lookups = (defined(weights_.wpe) ? weights_.wpe.numel() : 0) +
+                          (config_.tie_embeddings ? 0 : config_.vocab_size * config_.n_embd);
   const double N = static_cast<double>(params_.parameter_count() - lookups);
   return 6.0 * N +
          12.0 * static_cast<double>(config_.n_layer * config_.n_head * config_.head_size() * config_.block_size);

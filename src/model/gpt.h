@@ -10,6 +10,7 @@
 #include "core/param_store.h"
 #include "core/rng.h"
 #include "kernels/dtype.h"
+#include "kernels/rope.h"
 #include "model/gpt_config.h"
 #include "model/gpt_weights.h"
 
@@ -29,6 +30,8 @@ class Gpt {
   const GptConfig& config() const { return config_; }
   ParamStore& params() { return params_; }
   const GptWeights& weights() const { return weights_; }
+  // cos/sin of every position and frequency, made once with the model; empty without RoPE.
+  const RopeTable& rope_table() const { return rope_table_; }
   void set_dropout(double p) { config_.dropout = p; }
   // The Linear layers' matrix products in float32 or bfloat16 (mixed precision, `dtype`): a
   // setting of the run, like dropout; the weights stay float32.
@@ -51,6 +54,7 @@ class Gpt {
   GptConfig config_;
   ParamStore params_;
   GptWeights weights_;
+  RopeTable rope_table_;
   Dtype matmul_dtype_ = Dtype::float32;
 };
 

@@ -6,6 +6,39 @@
 
 namespace gpt {
 
+namespace {
+
+// pos_encoding, rope_theta, n_kv_head, qk_norm: each the default when absent.
+void read_attention_keys(const nlohmann::json& j, const std::string& source, GptConfig& c) {
+  auto bad = [&](const char* key, const std::string& expected) {
+    return UserError(source + ": model config key \"" + key + "\" is not " + expected, ExitCode::runtime);
+  };
+  if (j.contains("pos_encoding")) {
+    const auto p =
+        j["pos_encoding"].is_string() ? parse_pos_encoding(j["pos_encoding"].get<std::string>()) : std::nullopt;
+    if (!p) throw bad("pos_encoding", "\"learned\" or \"rope\"");
+    c.pos_encoding = *p;
+  }
+  if (j.contains("rope_theta")) {
+    if (!j["rope_theta"].is_number() || !(j["rope_theta"].get<double>() > 0)) throw bad("rope_theta", "positive");
+    c.rope_theta = j["rope_theta"].get<double>();
+  }
+  if (j.contains("n_kv_head")) {
+    if (!j["n_kv_head"].is_number_integer() || j["n_kv_head"].get<int64_t>() <= 0 ||
+        c.n_head % j["n_kv_head"].get<int64_t>() != 0)
+      throw bad("n_kv_head", "a positive divisor of n_head " + std::to_string(c.n_head));
+    c.n_kv_head = j["n_kv_head"].get<int64_t>();
+  }
+  if (j.contains("qk_norm")) {
+    if (!j["qk_norm"].is_boolean()) throw bad("qk_norm", "true or false");
+    c.qk_norm = j["qk_norm"].get<bool>();
+  }
+  if (c.pos_encoding == PosEncoding::rope && c.head_size() % 2 != 0)
+    throw bad("pos_encoding", "\"rope\" with an odd head size " + std::to_string(c.head_size()));
+}
+
+}  // namespace
+
 nlohmann::json GptConfig::to_json() const {
   nlohmann::json j = {{"n_layer", n_layer},       {"n_head", n_head},   {"n_embd", n_embd}, {"block_size", block_size},
                       {"vocab_size", vocab_size}, {"dropout", dropout}, {"bias", bias}};
@@ -13,6 +46,10 @@ nlohmann::json GptConfig::to_json() const {
   // with the same bytes as before them (and older builds read it).
   if (norm != Norm::layernorm) j["norm"] = norm_name(norm);
   if (mlp != Activation::gelu) j["mlp"] = activation_name(mlp);
+  if (pos_encoding != PosEncoding::learned) j["pos_encoding"] = pos_encoding_name(pos_encoding);
+  if (rope_theta != 10000.0) j["rope_theta"] = rope_theta;
+  if (kv_heads() != n_head) j["n_kv_head"] = kv_heads();
+  if (qk_norm) j["qk_norm"] = true;
   if (mlp_hidden != 0) j["mlp_hidden"] = mlp_hidden;
   if (!tie_embeddings) j["tie_embeddings"] = false;
   if (logit_softcap != 0) j["logit_softcap"] = logit_softcap;
@@ -64,6 +101,7 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +
                         std::to_string(c.n_head),
                     ExitCode::runtime);
+  read_attention_keys(j, source, c);
   return c;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json_fwd.hpp>
@@ -12,6 +13,16 @@
 #include "kernels/norm.h"
 
 namespace gpt {
+
+// Where position information enters: learned absolute embeddings added to the tokens' (wpe;
+// GPT-2), or rotary embeddings on every head's q and k (RoPE; Su et al. 2021, GPT-NeoX, llama).
+enum class PosEncoding { learned, rope };
+inline const char* pos_encoding_name(PosEncoding p) { return p == PosEncoding::rope ? "rope" : "learned"; }
+inline std::optional<PosEncoding> parse_pos_encoding(const std::string& text) {
+  if (text == "learned") return PosEncoding::learned;
+  if (text == "rope") return PosEncoding::rope;
+  return std::nullopt;
+}
 
 struct GptConfig {
   int64_t n_layer = 6;
@@ -27,6 +38,12 @@ struct GptConfig {
   int64_t mlp_hidden = 0;             // the MLP's hidden width; 0: automatic (mlp_width())
   bool tie_embeddings = true;         // the head is wte (GPT-2); false: a separate lm_head.weight
   double logit_softcap = 0;           // > 0: logits = cap * tanh(logits / cap); 0: off
+  // Attention: position encoding, grouped-query attention, QK-norm (applied before RoPE).
+  PosEncoding pos_encoding = PosEncoding::learned;  // rope: no wpe weight
+  double rope_theta = 10000.0;                      // RoPE base: pair i turns by pos * theta^(-2i/hs)
+  int64_t n_kv_head = 0;                            // key/value heads, dividing n_head; 0: n_head
+  bool qk_norm = false;                             // weightless RMSNorm over each head's q and k
+  int64_t kv_heads() const { return n_kv_head == 0 ? n_head : n_kv_head; }
 
   int64_t head_size() const { return n_embd / n_head; }
   // The MLP's hidden width: mlp_hidden, or automatically 4 n_embd, and for swiglu (whose two input

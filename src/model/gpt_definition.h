@@ -4,9 +4,14 @@
 //   StepExecutor (sample/generator.cpp) KV-cached generation: kernels inside one OpenMP region,
 //                                       split by rows or by columns, last rows only at the end.
 // An executor provides a Value type and these steps:
-//   embed(wte, wpe)                   token + position embeddings (then dropout in training)
+//   embed(wte, wpe)                   token + position embeddings (then dropout in training);
+//                                     wpe absent with RoPE: the token embeddings alone
 //   norm_linear(x, norm, linear)      norm(x) W^T + b (layernorm or rmsnorm: norm.kind)
+//   qk_norm(qkv)                      weightless RMSNorm over each q and k head (QK-norm)
+//   rope(qkv)                         rotary position embeddings on each q and k head, at each
+//                                     row's position in its sequence
 //   attention(qkv, layer)             causal multi-head self-attention over packed q|k|v
+//                                     (grouped-query when config.kv_heads() < n_head)
 //   residual(x, in, act, linear)      x + dropout(act(in) W^T + b), x's storage reused
 //   softcap(logits, cap)              cap * tanh(logits / cap) (only with config.logit_softcap > 0)
 // A new position encoding, norm or activation is a change here plus its kernel (and each
@@ -22,15 +27,17 @@
 
 namespace gpt {
 
-// Returns the logits value. Position information enters once, in embed (learned absolute
-// positions, as GPT-2).
+// Returns the logits value. Position information enters once: in embed (learned absolute
+// positions, as GPT-2) or, with pos_encoding rope, in every attention's q and k.
 template <class Executor>
 typename Executor::Value run_gpt(const GptConfig& config, const GptWeights& w, Executor& ex) {
   typename Executor::Value x = ex.embed(w.wte, w.wpe);
   for (int64_t l = 0; l < config.n_layer; ++l) {
     const BlockWeights& b = w.blocks[static_cast<std::size_t>(l)];
     // Pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
-    const typename Executor::Value qkv = ex.norm_linear(x, b.ln_1, b.c_attn);
+    typename Executor::Value qkv = ex.norm_linear(x, b.ln_1, b.c_attn);
+    if (config.qk_norm) qkv = ex.qk_norm(qkv);  // before RoPE, as modded-nanogpt
+    if (config.pos_encoding == PosEncoding::rope) qkv = ex.rope(qkv);
     const typename Executor::Value attended = ex.attention(qkv, l);
     x = ex.residual(x, attended, Activation::none, b.attn_proj);
     const typename Executor::Value hidden = ex.norm_linear(x, b.ln_2, b.c_fc);

@@ -72,11 +72,14 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
   const int64_t H = c.mlp_width(), fc_out = activation_input_width(c.mlp, H);
   GptWeights w;
   w.wte = bind.param("transformer.wte.weight", Shape{c.vocab_size, C}, Init::normal(stddev));
-  w.wpe = bind.param("transformer.wpe.weight", Shape{c.block_size, C}, Init::normal(stddev));
+  // RoPE puts positions into attention: no position embedding.
+  if (c.pos_encoding == PosEncoding::learned)
+    w.wpe = bind.param("transformer.wpe.weight", Shape{c.block_size, C}, Init::normal(stddev));
+  const int64_t qkv_width = (c.n_head + 2 * c.kv_heads()) * c.head_size();  // q | k | v, grouped-query
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "transformer.h." + std::to_string(l) + ".";
     w.blocks.push_back({.ln_1 = bind.norm(p + "ln_1", C),
-                        .c_attn = bind.linear(p + "attn.c_attn", 3 * C, C, stddev),
+                        .c_attn = bind.linear(p + "attn.c_attn", qkv_width, C, stddev),
                         .attn_proj = bind.linear(p + "attn.c_proj", C, C, residual_stddev),
                         .ln_2 = bind.norm(p + "ln_2", C),
                         .c_fc = bind.linear(p + "mlp.c_fc", fc_out, C, stddev),

@@ -22,7 +22,7 @@ struct NormWeights {
 };
 struct BlockWeights {
   NormWeights ln_1;
-  LinearWeights c_attn, attn_proj;  // attn.c_attn [3C, C], attn.c_proj [C, C]
+  LinearWeights c_attn, attn_proj;  // attn.c_attn [(H + 2 KV) hs, C] (3C without GQA), attn.c_proj [C, C]
   NormWeights ln_2;
   // mlp.c_fc [H, C], mlp.c_proj [C, H] with H = config.mlp_width() (4C by default); with swiglu
   // c_fc is [2H, C]: W_gate's rows, then W_up's, so that its output rows are [gate | up].
@@ -30,7 +30,7 @@ struct BlockWeights {
 };
 struct GptWeights {
   Tensor wte;  // [V, C] token embedding, also the output head with tie_embeddings (the default)
-  Tensor wpe;  // [block_size, C] position embedding
+  Tensor wpe;  // [block_size, C] position embedding; absent with pos_encoding rope
   std::vector<BlockWeights> blocks;
   NormWeights ln_f;
   LinearWeights lm_head;  // [V, C], no bias: wte's tensor, or lm_head.weight without tie_embeddings

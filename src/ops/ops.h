@@ -17,6 +17,7 @@
 #include "kernels/activation.h"
 #include "kernels/dtype.h"
 #include "kernels/norm.h"
+#include "kernels/rope.h"
 
 namespace gpt {
 
@@ -85,10 +86,20 @@ inline Tensor gelu(Graph& g, const Tensor& x) { return activate(g, x, Activation
 inline Tensor swiglu(Graph& g, const Tensor& x) { return activate(g, x, Activation::swiglu); }
 
 // Causal multi-head self-attention over packed projections.
-// qkv: [B, T, 3C] holding q | k | v, each split into n_head heads of size C / n_head.
-// Output [B, T, C] with heads concatenated: softmax(q k^T / sqrt(hs), causal) v per head,
-// attention dropout p on the probabilities in training.
-Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training);
+// qkv: [B, T, (H + 2 KV) hs] holding q (H heads) | k (KV heads) | v (KV heads), H = n_head,
+// KV = n_kv_head (0: H). Grouped-query attention when KV < H (Ainslie et al. 2023): query head h
+// uses kv head h / (H / KV). Output [B, T, H hs] with heads concatenated: softmax(q k^T /
+// sqrt(hs), causal) v per head, attention dropout p on the probabilities in training.
+Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training,
+                             int n_kv_head = 0);
+
+// The per-head transforms of packed q|k|v ([B, T, (H + 2 KV) hs], as attention takes it), applied
+// to the q and k heads; v passes through unchanged.
+// rope: rotary position embeddings at positions 0 .. T-1 (kernels/rope.h; the table's head size
+// is hs, and it has at least T positions; it must outlive the graph).
+Tensor rope(Graph& g, const Tensor& qkv, int n_head, int n_kv_head, const RopeTable& table);
+// qk_rmsnorm: QK-norm, each head x / sqrt(mean(x^2) + 1e-5), no weight.
+Tensor qk_rmsnorm(Graph& g, const Tensor& qkv, int n_head, int n_kv_head);
 
 // norm then linear: norm(x; ln_weight, ln_bias) W^T + b, keeping only per-row statistics (the
 // normalised rows are recomputed in backward). Either bias may be absent (ln_bias always is with

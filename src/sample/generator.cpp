@@ -9,6 +9,8 @@
 
 #include "kernels/activation.h"
 #include "kernels/norm.h"
+#include "kernels/rmsnorm.h"
+#include "kernels/rope.h"
 #include "kernels/softcap.h"
 #include "kernels/softmax_row.h"
 #include "model/gpt_definition.h"
@@ -67,33 +69,33 @@ void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix&
   linear_tile(x, own, {0, w.shape[0]}, false, w, packed, bias, y);
 }
 
-// One head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at positions
-// start .. start+n-1, over its cached keys/values 0 .. each query's own position.
-// qkv: the sequence's [n, 3C] rows; keys, values: its [block_size, C] cache; out: [n - q0, C];
-// scores: [n - q0, start + n] (the captured probabilities when the caller wants them).
-void head_attention(const float* qkv, const float* keys, const float* values, int64_t n, int64_t q0, int64_t start,
-                    int64_t C, int64_t hs, int64_t h, float* out, float* scores) {
+// One query head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at
+// positions start .. start+n-1, over its cached keys/values 0 .. each query's own position.
+// q: query row q0's head ([nq, hs], rows q_stride apart); keys, values: the head's cache
+// ([block_size, hs], rows kv_stride apart); out: [nq, hs], rows out_stride apart;
+// scores: [nq, start + n] (the captured probabilities when the caller wants them).
+void head_attention(const float* q, int64_t q_stride, const float* keys, const float* values, int64_t kv_stride,
+                    int64_t n, int64_t q0, int64_t start, int64_t hs, float* out, int64_t out_stride, float* scores) {
   const int64_t total = start + n, nq = n - q0;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
   // Several queries: scores and outputs are two matrix products; one query: loops over the cache.
   const bool batched = nq > 1;
-  const float* q_rows = qkv + q0 * 3 * C + h * hs;
-  if (batched) gemm(false, true, nq, total, hs, q_rows, 3 * C, keys + h * hs, C, scores, total, false);
+  if (batched) gemm(false, true, nq, total, hs, q, q_stride, keys, kv_stride, scores, total, false);
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t visible = start + q0 + i + 1;
     float* row = scores + i * total;
-    if (!batched) row_times_transposed_serial(visible, hs, q_rows + i * 3 * C, keys + h * hs, C, row, false);
+    if (!batched) row_times_transposed_serial(visible, hs, q + i * q_stride, keys, kv_stride, row, false);
     softmax_row(row, visible, total, scale);
     if (!batched) {
-      float* o = out + i * C + h * hs;
+      float* o = out + i * out_stride;
       for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
       for (int64_t j = 0; j < visible; ++j) {
-        const float* v = values + j * C + h * hs;
+        const float* v = values + j * kv_stride;
         for (int64_t d = 0; d < hs; ++d) o[d] += row[j] * v[d];
       }
     }
   }
-  if (batched) gemm(false, false, nq, hs, total, scores, total, values + h * hs, C, out + h * hs, C, false);
+  if (batched) gemm(false, false, nq, hs, total, scores, total, values, kv_stride, out, out_stride, false);
 }
 
 // W^T packed once for the generator's life: for bfloat16 products, the weights are rounded here.
@@ -151,6 +153,10 @@ class Generator::StepExecutor {
     const Range own = my_share(b_.rows, 1);
     for (int64_t r = own.begin; r < own.end; ++r) {
       const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
+      if (!wpe.data) {  // RoPE: positions enter in attention
+        std::memcpy(b_.x + r * C_, token, C_ * sizeof(float));
+        continue;
+      }
       const float* position = wpe.data + (start + r % n_) * C_;
       for (int64_t j = 0; j < C_; ++j) b_.x[r * C_ + j] = token[j] + position[j];
     }
@@ -177,28 +183,56 @@ class Generator::StepExecutor {
     return {out, x.rows, Share::columns, epoch_, cols};
   }
 
-  // Appends the new keys and values to the cache, then attends. In the last layer, when only
-  // each sequence's last row goes on, only those rows are queried.
+  // Weightless RMSNorm of each q and k head of this thread's rows, in place.
+  Value qk_norm(const Value& qkv) {
+    const Range own = own_rows(qkv);
+    const GptConfig& c = g_.model_.config();
+    const int64_t hs = c.head_size(), width = (c.n_head + 2 * c.kv_heads()) * hs;
+    float* rows = qkv.data + own.begin * width;
+    head_rmsnorm_forward(rows, rows, nullptr, own.size(), width, c.n_head + c.kv_heads(), hs);
+    return {qkv.data, qkv.rows, Share::rows, epoch_, {}};
+  }
+
+  // RoPE on each q and k head of this thread's rows, in place, at each row's position in its
+  // sequence (the cache holds rotated keys).
+  Value rope(const Value& qkv) {
+    const Range own = own_rows(qkv);
+    const GptConfig& c = g_.model_.config();
+    const int64_t width = (c.n_head + 2 * c.kv_heads()) * c.head_size();
+    for (int64_t r = own.begin; r < own.end; ++r) {
+      float* row = qkv.data + r * width;
+      rope_rotate(g_.model_.rope_table(), g_.length_ + r % n_, row, row, c.n_head + c.kv_heads());
+    }
+    return {qkv.data, qkv.rows, Share::rows, epoch_, {}};
+  }
+
+  // Appends the new keys and values (of the kv heads only) to the cache, then attends: one work
+  // item per (sequence, kv head), running the query heads of its group. In the last layer, when
+  // only each sequence's last row goes on, only those rows are queried.
   Value attention(const Value& qkv, int64_t layer) {
     wait_for(qkv);
     const GptConfig& c = g_.model_.config();
-    const int64_t H = c.n_head, hs = C_ / H, start = g_.length_, total = b_.total, n = n_;
+    const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size(), start = g_.length_, total = b_.total, n = n_;
+    const int64_t width = (H + 2 * KV) * hs, kv_width = KV * hs;
     const bool trim = last_rows_only_ && layer == c.n_layer - 1 && n > 1;
     const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
     float* out = b_.attended;
     float* scratch_scores = b_.scores + thread_ * n * total;
-    const Range items = my_share(g_.batch_ * H, 1);
+    const Range items = my_share(g_.batch_ * KV, 1);
     for (int64_t item = items.begin; item < items.end; ++item) {
-      const int64_t s = item / H, h = item % H;
-      const float* rows = qkv.data + s * n * 3 * C_;
-      float* keys = g_.keys_[layer].data() + s * c.block_size * C_;
-      float* values = g_.values_[layer].data() + s * c.block_size * C_;
+      const int64_t s = item / KV, kvh = item % KV;
+      const float* rows = qkv.data + s * n * width;
+      float* keys = g_.keys_[layer].data() + s * c.block_size * kv_width + kvh * hs;
+      float* values = g_.values_[layer].data() + s * c.block_size * kv_width + kvh * hs;
       for (int64_t i = 0; i < n; ++i) {
-        std::memcpy(keys + (start + i) * C_ + h * hs, rows + i * 3 * C_ + C_ + h * hs, hs * sizeof(float));
-        std::memcpy(values + (start + i) * C_ + h * hs, rows + i * 3 * C_ + 2 * C_ + h * hs, hs * sizeof(float));
+        std::memcpy(keys + (start + i) * kv_width, rows + i * width + (H + kvh) * hs, hs * sizeof(float));
+        std::memcpy(values + (start + i) * kv_width, rows + i * width + (H + KV + kvh) * hs, hs * sizeof(float));
       }
-      float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * total : scratch_scores;
-      head_attention(rows, keys, values, n, q0, start, C_, hs, h, out + s * nq * C_, scores);
+      for (int64_t h = kvh * (H / KV); h < (kvh + 1) * (H / KV); ++h) {
+        float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * total : scratch_scores;
+        head_attention(rows + q0 * width + h * hs, width, keys, values, kv_width, n, q0, start, hs,
+                       out + s * nq * C_ + h * hs, C_, scores);
+      }
     }
     return {out, g_.batch_ * nq, Share::heads, epoch_, {}};
   }
@@ -254,6 +288,13 @@ class Generator::StepExecutor {
 
  private:
   static bool by_rows(int64_t rows) { return rows >= kRowSplitMin; }
+
+  // This thread's rows of v (waiting first unless it wrote them itself), for a step that works
+  // on whole rows.
+  Range own_rows(const Value& v) {
+    wait_for(v, v.rows);
+    return my_share(v.rows, 1);
+  }
 
   // Waits at a barrier unless every element this thread reads of v was written before the last
   // barrier or by this thread: own_rows >= 0 means it reads only its share of own_rows rows.
@@ -316,8 +357,8 @@ Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), 
   GPT_CHECK(batch >= 1, "generator batch must be at least 1");
   const GptConfig& c = model.config();
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
-    values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.n_embd));
+    keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_heads() * c.head_size()));
+    values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_heads() * c.head_size()));
   }
   for (const LinearWeights* linear : model.weights().linears())
     packed_.push_back(packed_transpose(linear->weight, model.matmul_dtype()));

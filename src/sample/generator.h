@@ -50,7 +50,7 @@ class Generator {
   Gpt& model_;
   int64_t batch_;
   Arena arena_;
-  std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, C]
+  std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, n_kv_head * hs]
   std::vector<PackedMatrix> packed_;                 // W^T of every linear, by LinearWeights::index
   std::vector<float> last_logits_;
   int64_t length_ = 0;

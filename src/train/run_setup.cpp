@@ -29,6 +29,16 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
   if (saved.norm != config.norm)
     throw UserError("cannot resume: " + path + " has norm \"" + norm_name(saved.norm) + "\" but the config says \"" +
                     norm_name(config.norm) + "\"");
+  auto text = [](const nlohmann::json& value) { return value.dump(); };
+  const std::pair<const char*, std::pair<std::string, std::string>> attention[] = {
+      {"pos_encoding", {text(pos_encoding_name(saved.pos_encoding)), text(pos_encoding_name(config.pos_encoding))}},
+      {"rope_theta", {text(saved.rope_theta), text(config.rope_theta)}},
+      {"n_kv_head", {text(saved.kv_heads()), text(config.kv_heads())}},
+      {"qk_norm", {text(saved.qk_norm), text(config.qk_norm)}}};
+  for (const auto& [key, values] : attention)
+    if (values.first != values.second)
+      throw UserError("cannot resume: " + path + " has " + key + " " + values.first + " but the config says " +
+                      values.second);
   if (saved.mlp != config.mlp)
     throw UserError("cannot resume: " + path + " has mlp \"" + activation_name(saved.mlp) +
                     "\" but the config says \"" + activation_name(config.mlp) + "\"");

@@ -163,6 +163,16 @@ const std::vector<ConfigKey>& config_keys() {
       {"logit_softcap", &model_field<&GptConfig::logit_softcap>,
        "0 = off; else logits = cap * tanh(logits / cap) in training, evaluation and sampling (Gemma 2, "
        "modded-nanogpt)"},
+      {"pos_encoding", &model_field<&GptConfig::pos_encoding>,
+       "\"learned\" (absolute position embeddings wpe, GPT-2) or \"rope\" (rotary embeddings on every head's q and "
+       "k, no wpe: pair (i, i + hs/2) turns by position * rope_theta^(-2i/hs); Su et al. 2021, GPT-NeoX)"},
+      {"rope_theta", &model_field<&GptConfig::rope_theta>, "RoPE's base (with pos_encoding \"rope\")"},
+      {"n_kv_head", &model_field<&GptConfig::n_kv_head>,
+       "key/value heads per block, dividing n_head (0 = n_head): grouped-query attention, query head h uses kv head "
+       "h / (n_head / n_kv_head) (Ainslie et al. 2023)"},
+      {"qk_norm", &model_field<&GptConfig::qk_norm>,
+       "QK-norm: each head's q and k become x / sqrt(mean(x^2) + 1e-5), no weight, before RoPE (Henry et al. 2020, "
+       "Dehghani et al. 2023, modded-nanogpt)"},
       {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
       {"max_iters", &field<&C::max_iters>, "training iterations"},
       {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},
@@ -237,6 +247,11 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
   if (c.model.n_embd % c.model.n_head != 0)
     return {"n_head", "must divide n_embd (" + std::to_string(c.model.n_embd) + " is not divisible by " +
                           std::to_string(c.model.n_head) + ")"};
+  if (c.model.n_kv_head < 0 || (c.model.n_kv_head > 0 && c.model.n_head % c.model.n_kv_head != 0))
+    return {"n_kv_head", "must divide n_head (" + std::to_string(c.model.n_head) + "), or be 0 for n_head"};
+  if (c.model.pos_encoding == PosEncoding::rope && c.model.head_size() % 2 != 0)
+    return {"pos_encoding", "needs an even head size n_embd / n_head, got " + std::to_string(c.model.head_size())};
+  if (!(c.model.rope_theta > 0)) return {"rope_theta", "must be positive"};
   if (!(c.model.dropout >= 0 && c.model.dropout < 1)) return {"dropout", "must be in [0, 1)"};
   if (c.model.mlp_hidden < 0) return {"mlp_hidden", "must be >= 0 (0 = automatic)"};
   if (!(c.model.logit_softcap >= 0 && std::isfinite(c.model.logit_softcap)))

@@ -124,6 +124,12 @@ struct Setting<Activation> {
   static constexpr const char* expected = "\"gelu\", \"relu2\" or \"swiglu\"";
 };
 template <>
+struct Setting<PosEncoding> {
+  static std::optional<PosEncoding> parse(const std::string& text) { return parse_pos_encoding(text); }
+  static std::string text(PosEncoding value) { return pos_encoding_name(value); }
+  static constexpr const char* expected = "\"learned\" or \"rope\"";
+};
+template <>
 struct Setting<VocabKind> {
   static std::optional<VocabKind> parse(const std::string& text);
   static std::string text(VocabKind value) { return to_string(value); }
@@ -142,10 +148,10 @@ std::optional<double> parse_duration(const std::string& text);
 // A key's place in TrainConfig: a function giving the field of a config.
 template <class T>
 using ConfigField = T& (*)(TrainConfig&);
-using ConfigMember =
-    std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
-                 ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<Dtype>, ConfigField<VocabKind>,
-                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<Bf16Arithmetic>>;
+using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
+                                  ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
+                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>, ConfigField<Norm>,
+                                  ConfigField<Activation>, ConfigField<PosEncoding>, ConfigField<Bf16Arithmetic>>;
 
 struct ConfigKey {
   const char* name;
