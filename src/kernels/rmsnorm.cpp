@@ -107,7 +107,7 @@ void rmsnorm_backward(const float* x, const float* w, const float* rstd, const f
 // which are left alone.
 void head_rmsnorm_forward(const float* x, float* y, float* rstd, int64_t rows, int64_t stride, int64_t heads,
                           int64_t hs) {
-  const auto row = vector_path(vector_isa(), rmsnorm_row_avx512, rmsnorm_row_avx2, rmsnorm_row_baseline);
+  const auto row = GPT_VECTOR_PATH(rmsnorm_row);
 #pragma omp parallel for schedule(static) if (rows * heads * hs > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h)
@@ -116,8 +116,7 @@ void head_rmsnorm_forward(const float* x, float* y, float* rstd, int64_t rows, i
 
 void head_rmsnorm_backward(const float* x, const float* rstd, const float* dy, float* dx, int64_t rows, int64_t stride,
                            int64_t heads, int64_t hs) {
-  const auto row =
-      vector_path(vector_isa(), rmsnorm_row_backward_avx512, rmsnorm_row_backward_avx2, rmsnorm_row_backward_baseline);
+  const auto row = GPT_VECTOR_PATH(rmsnorm_row_backward);
 #pragma omp parallel for schedule(static) if (rows * heads * hs > kParallelMinRowReduction)
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t h = 0; h < heads; ++h) {
