@@ -364,12 +364,13 @@ TEST(GemmBfloat16, RoundingIsNearestEvenAndFlushesSubnormals) {
   EXPECT_EQ(nan & 0x0040, 0x0040);
 }
 
-#if GPT_X86_64
 uint32_t to_bits(float x) {
   uint32_t bits;
   std::memcpy(&bits, &x, sizeof bits);
   return bits;
 }
+
+#if GPT_X86_64
 
 // A random bfloat16 of either sign with a biased exponent in [lo, hi].
 uint16_t random_bfloat16(Rng& rng, uint32_t lo, uint32_t hi) {
