@@ -42,24 +42,32 @@ inline int64_t b_word(int64_t s, int64_t c) {
   return s / kTilePairs * (kCTiles * kTileWords) + c / 16 * kTileWords + s % kTilePairs * 16 + c % 16;
 }
 
+// Writes the bfloat16 pairs of `lines` rows (of A) or columns (of B) of one K block, kc values of k
+// from `block`, line l's pair s at out[word(s, l)]; a last odd k is paired with zero. Steps of
+// `along_lines` and `along_k` floats move between lines and along k.
+template <typename Word>
+void pack_pairs(const float* block, int64_t along_lines, int64_t along_k, int64_t lines, int64_t kc, Word word,
+                uint32_t* out) {
+  const int64_t whole = kc / 2;
+  for (int64_t s = 0; s < whole; ++s)
+    for (int64_t l = 0; l < lines; ++l) {
+      const float* first = block + l * along_lines + 2 * s * along_k;
+      out[word(s, l)] = bfloat16_pair(first[0], first[along_k]);
+    }
+  if (kc % 2 != 0)
+    for (int64_t l = 0; l < lines; ++l)
+      out[word(whole, l)] = bfloat16_pair(block[l * along_lines + 2 * whole * along_k], 0.0f);
+}
+
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into 16-row slivers of A tiles, rows past mc and pairs past
-// kc zero. `first` and `next` step along k (a pair is first[0], first[next]).
+// kc zero.
 inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
                    int64_t kc, uint32_t* out) {
-  const int64_t steps = padded_pairs(kc), whole = kc / 2;
+  const int64_t steps = padded_pairs(kc);
   const int64_t along_k = trans_a ? lda : 1, along_rows = trans_a ? 1 : lda;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
-    const int64_t rows = std::min(MR, mc - ir);
     std::fill(out, out + MR * steps, 0u);
-    const float* block = A + (i0 + ir) * along_rows + p0 * along_k;
-    for (int64_t s = 0; s < whole; ++s)
-      for (int64_t r = 0; r < rows; ++r) {
-        const float* first = block + r * along_rows + 2 * s * along_k;
-        out[a_word(s, r)] = bfloat16_pair(first[0], first[along_k]);
-      }
-    if (kc % 2 != 0)
-      for (int64_t r = 0; r < rows; ++r)
-        out[a_word(whole, r)] = bfloat16_pair(block[r * along_rows + 2 * whole * along_k], 0.0f);
+    pack_pairs(A + (i0 + ir) * along_rows + p0 * along_k, along_rows, along_k, std::min(MR, mc - ir), kc, a_word, out);
   }
 }
 
@@ -67,18 +75,9 @@ inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_
 // pairs past kc zero.
 inline void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                    int64_t cols, uint32_t* out) {
-  const int64_t steps = padded_pairs(kc), whole = kc / 2;
   const int64_t along_k = trans_b ? 1 : ldb, along_cols = trans_b ? ldb : 1;
-  const float* block = B + j * along_cols + p0 * along_k;
-  std::fill(out, out + NR * steps, 0u);
-  for (int64_t s = 0; s < whole; ++s)
-    for (int64_t c = 0; c < cols; ++c) {
-      const float* first = block + c * along_cols + 2 * s * along_k;
-      out[b_word(s, c)] = bfloat16_pair(first[0], first[along_k]);
-    }
-  if (kc % 2 != 0)
-    for (int64_t c = 0; c < cols; ++c)
-      out[b_word(whole, c)] = bfloat16_pair(block[c * along_cols + 2 * whole * along_k], 0.0f);
+  std::fill(out, out + NR * padded_pairs(kc), 0u);
+  pack_pairs(B + j * along_cols + p0 * along_k, along_cols, along_k, cols, kc, b_word, out);
 }
 
 // The tile registers in C++: eight tiles of 16 rows x 64 bytes, and what TILELOADD, TILEZERO,
