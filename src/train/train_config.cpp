@@ -126,11 +126,10 @@ auto& model_field(TrainConfig& c) {
   return c.model.*Member;
 }
 
-}  // namespace
-
-const std::vector<ConfigKey>& config_keys() {
+// The keys of where the text comes from and where a run writes, in the order the docs list them.
+std::vector<ConfigKey> data_keys() {
   using C = TrainConfig;
-  static const std::vector<ConfigKey> keys = {
+  return {
       {"data_path", &field<&C::data_path>,
        "what to train on: a text file, a folder of text files (joined in path order), or a dataset made by "
        "gpt prepare"},
@@ -144,6 +143,12 @@ const std::vector<ConfigKey>& config_keys() {
       {"cache_dir", &field<&C::cache_dir>,
        "where text is prepared into token files (empty: $XDG_CACHE_HOME/gpt/datasets or ~/.cache/gpt/datasets)"},
       {"out_dir", &field<&C::out_dir>, "folder for the checkpoint, config.json and metrics.jsonl"},
+  };
+}
+
+// The keys of the architecture (GptConfig), in the order the docs list them.
+std::vector<ConfigKey> model_keys() {
+  return {
       {"n_layer", &model_field<&GptConfig::n_layer>, "number of Transformer blocks"},
       {"n_head", &model_field<&GptConfig::n_head>, "attention heads per block (must divide n_embd)"},
       {"n_embd", &model_field<&GptConfig::n_embd>, "embedding width"},
@@ -173,6 +178,13 @@ const std::vector<ConfigKey>& config_keys() {
       {"qk_norm", &model_field<&GptConfig::qk_norm>,
        "QK-norm: each head's q and k become x / sqrt(mean(x^2) + 1e-5), no weight, before RoPE (Henry et al. 2020, "
        "Dehghani et al. 2023, modded-nanogpt)"},
+  };
+}
+
+// The keys of the loop: batches, evaluation, checkpoints, when to stop, in the order the docs list them.
+std::vector<ConfigKey> loop_keys() {
+  using C = TrainConfig;
+  return {
       {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
       {"max_iters", &field<&C::max_iters>, "training iterations"},
       {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},
@@ -188,6 +200,13 @@ const std::vector<ConfigKey>& config_keys() {
        "from the measured step time so that it ends, evaluated and saved, within the budget (\"\" = off)"},
       {"patience", &field<&C::patience>,
        "stop after this many evaluations in a row without a new best val loss (0 = off)"},
+  };
+}
+
+// The keys of the optimizer and its schedule, in the order the docs list them.
+std::vector<ConfigKey> optimizer_keys() {
+  using C = TrainConfig;
+  return {
       {"optimizer", &field<&C::optimizer>,
        "\"adamw\", \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay) or \"muon\" (Muon on the "
        "blocks' matrices, AdamW with learning_rate on the rest)"},
@@ -209,6 +228,13 @@ const std::vector<ConfigKey>& config_keys() {
       {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum"},
       {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)"},
       {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step"},
+  };
+}
+
+// The keys of seeds, threads, processes, number formats, in the order the docs list them.
+std::vector<ConfigKey> system_keys() {
+  using C = TrainConfig;
+  return {
       {"seed", &field<&C::seed>,
        "random seed: keys every random stream (initialisation, batches, dropout, evaluation)"},
       {"threads", &field<&C::threads>, "worker threads per process (0 = all cores)"},
@@ -224,6 +250,19 @@ const std::vector<ConfigKey>& config_keys() {
        "output, as VDPBF16PS), \"tiles\" (AMX's TDPBF16PS order; emulated, slowly, without AMX) or \"auto\" "
        "(tiles where AMX runs, else sequential; a resumed run keeps its checkpoint's)"},
   };
+}
+
+}  // namespace
+
+const std::vector<ConfigKey>& config_keys() {
+  static const std::vector<ConfigKey> keys = [] {
+    std::vector<ConfigKey> all;
+    for (auto group : {data_keys, model_keys, loop_keys, optimizer_keys, system_keys}) {
+      const std::vector<ConfigKey> keys = group();
+      all.insert(all.end(), keys.begin(), keys.end());
+    }
+    return all;
+  }();
   return keys;
 }
 
