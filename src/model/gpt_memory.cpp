@@ -54,10 +54,12 @@ std::string gpt_memory_message(const GptConfig& c, const GptMemory& memory) {
          byte_size(memory.model_bytes()) +
          (available > 0 ? "; this machine has " + byte_size(available) + " of RAM and swap" : std::string()) +
          ". Training also needs " + byte_size(memory.optimizer_bytes()) +
-         " of optimizer state (AdamW; half with Lion) and about " + byte_size(memory.activation_bytes) +
-         " of activations per sequence (block_size tokens; times batch_size per step). The parameters grow as "
-         "12 n_layer n_embd^2 + (vocab_size + block_size) n_embd, the activations as batch_size block_size "
-         "((10 n_layer + 16) n_embd + 3 vocab_size): reduce n_embd or n_layer.";
+         " of optimizer state (AdamW keeps two values per parameter, Lion and Muon's matrices one) and about " +
+         byte_size(memory.activation_bytes) +
+         " of activations per sequence (block_size tokens; times batch_size per step). The parameters grow as about "
+         "n_layer n_embd (4 n_embd + 2 mlp_hidden) + vocab_size n_embd (mlp_hidden " +
+         std::to_string(c.mlp_width()) + " here; 3 matrices with swiglu), the activations as batch_size block_size "
+         "n_layer (n_embd + mlp_hidden): reduce n_embd or n_layer.";
 }
 
 }  // namespace gpt
