@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Ours against PyTorch (nanoGPT's code, Debian's python3-torch) on this machine, measured in one
-# run, and our GEMM against OpenBLAS. Prints a Markdown table with ratios (as in
+# run, and our GEMM against OpenBLAS and against PyTorch's bfloat16 torch.matmul (oneDNN: AMX
+# where the CPU has it). Prints a Markdown table with ratios (as in
 # docs/benchmarks.md). Needs root for the first apt-get of python3-torch and libopenblas-dev.
 #   tools/bench_vs_torch.sh [--quick]     --quick skips the full CPU-recipe runs (about 6 minutes)
 #   tools/bench_vs_torch.sh --training    only the training rows (float32 and bfloat16) and the GEMMs
@@ -102,7 +103,7 @@ fi
 echo
 echo "GEMM, ours vs OpenBLAS cblas_sgemm, and ours with bfloat16 inputs against the measured peak of the instruction its kernel runs on (VDPBF16PS, or FMA) ($(nproc) threads, GFLOP/s):"
 echo
-echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt bfloat16 (kernel) | bfloat16 / its peak | VDPBF16PS kernel / its peak |"
-echo "| --- | --- | --- | --- | --- | --- | --- | --- |"
+echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt bfloat16 (kernel) | bfloat16 / its peak | VDPBF16PS kernel / its peak | PyTorch bfloat16 torch.matmul | gpt bfloat16 / PyTorch bfloat16 |"
+echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cmake --build build -j "$(nproc)" --target gemm_bench >&2
-OPENBLAS_NUM_THREADS=$(nproc) build/gemm_bench | $py tools/gemm_table.py
+OPENBLAS_NUM_THREADS=$(nproc) build/gemm_bench | $py tools/torch_matmul_bench.py | $py tools/gemm_table.py

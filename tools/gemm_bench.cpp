@@ -46,6 +46,7 @@ int main() {
       {"cpu mlp.c_proj dx dy W", false, false, 768, 512, 128}, {"cpu c_fc dW    dy^T x", true, false, 512, 128, 768},
       {"cpu lm_head fwd x W^T", false, true, 768, 65, 128},    {"big c_attn fwd  x W^T", false, true, 16384, 1152, 384},
       {"big c_fc dx    dy W", false, false, 16384, 384, 1536}, {"big c_fc dW    dy^T x", true, false, 1536, 384, 16384},
+      {"big c_attn dx  dy W", false, false, 16384, 384, 1152}, {"big c_attn dW  x^T dy", true, false, 384, 1152, 16384},
   };
   gpt::Rng rng(1);
   const double fp32_peak = gpt::measure_peak_gflops(gpt::Dtype::float32, 1.0);
@@ -82,12 +83,14 @@ int main() {
       return has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
     }();
     std::printf(
-        "{\"shape\": \"%s\", \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, "
+        "{\"shape\": \"%s\", \"ta\": %s, \"tb\": %s, \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, "
+        "\"openblas_gflops\": %.1f, "
         "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
         "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"vdpbf16ps_gflops\": %.1f, "
         "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d}\n",
-        s.what, s.M, s.N, s.K, flops / ours * 1e-9, flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(),
-        fp32_peak, flops / bf16 * 1e-9, gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak,
-        vdpbf16ps > 0 ? flops / vdpbf16ps * 1e-9 : 0.0, vdpbf16ps_peak, omp_get_max_threads());
+        s.what, s.ta ? "true" : "false", s.tb ? "true" : "false", s.M, s.N, s.K, flops / ours * 1e-9,
+        flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(), fp32_peak, flops / bf16 * 1e-9,
+        gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, vdpbf16ps > 0 ? flops / vdpbf16ps * 1e-9 : 0.0,
+        vdpbf16ps_peak, omp_get_max_threads());
   }
 }

@@ -11,4 +11,5 @@ for line in sys.stdin:
                f"of {d['vdpbf16ps_peak_gflops']:.0f}")
     print(f"| {d['shape']} | {d['M']} x {d['N']} x {d['K']} | {d['ours_gflops']:.0f} | {d['openblas_gflops']:.0f} | "
           f"{d['ratio']:.2f} | {d['bf16_gflops']:.0f} ({d['bf16_kernel']}) | "
-          f"{100 * d['bf16_gflops'] / d['bf16_peak_gflops']:.0f}% of {d['bf16_peak_gflops']:.0f} | {vdp} |")
+          f"{100 * d['bf16_gflops'] / d['bf16_peak_gflops']:.0f}% of {d['bf16_peak_gflops']:.0f} | {vdp} | "
+          f"{d['torch_bf16_gflops']:.0f} | {d['bf16_gflops'] / d['torch_bf16_gflops']:.2f} |")
