@@ -3,6 +3,7 @@
 # max_time 10m (one at a time, the machine otherwise idle) and measures each final model the way
 # the CPU-recipe table does, `gpt eval` on the whole validation split. Prints a Markdown row per run.
 #   tools/search_10min.sh NAME "FLAGS" [SEED ...]     one candidate (flags override configs/shakespeare_char.json)
+#   CONFIG=configs/shakespeare_char_10min.json tools/search_10min.sh recipe "" 1337 1 2   a config as it is
 #   tools/search_10min.sh l6e192 "--n_layer 6 --n_head 6 --n_embd 192 --block_size 128 --batch_size 32" 1337
 #   BUDGET=5m tools/search_10min.sh ...              a shorter budget for a first pass
 #   ITERS=1850 tools/search_10min.sh ...             a first pass by iterations instead of the clock: the
@@ -28,7 +29,7 @@ for seed in "${seeds[@]}"; do
   else
     length=(--max_time "$budget")
   fi
-  "$gpt" train --config configs/shakespeare_char.json --data_path "$work/data" "${length[@]}" --seed "$seed" \
+  "$gpt" train --config "${CONFIG:-configs/shakespeare_char.json}" --data_path "$work/data" "${length[@]}" --seed "$seed" \
     --out_dir "$out" "${flags[@]}" > "$out.log" 2>&1
   iters=$(grep -o 'done: [0-9]* iterations' "$out.log" | grep -o '[0-9]\+' || echo "?")
   wall=$(grep -o 'iterations in [0-9hms]*' "$out.log" | sed 's/iterations in //')

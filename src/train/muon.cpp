@@ -33,7 +33,7 @@ NewtonSchulz::NewtonSchulz(int64_t max_floats, int64_t max_side)
       a_(static_cast<std::size_t>(max_side * max_side)),
       aa_(static_cast<std::size_t>(max_side * max_side)) {}
 
-void NewtonSchulz::orthogonalize(float* g, int64_t rows, int64_t cols, int steps) {
+void NewtonSchulz::orthogonalize(float* g, int64_t rows, int64_t cols, int steps, Dtype products) {
   const bool tall = rows > cols;
   const auto [r, c] = sides(rows, cols);  // X [r, c] = G or G^T
   GPT_CHECK(static_cast<std::size_t>(r * c) <= x_.size() && static_cast<std::size_t>(r * r) <= a_.size(),
@@ -47,12 +47,12 @@ void NewtonSchulz::orthogonalize(float* g, int64_t rows, int64_t cols, int steps
   for (int64_t i = 0; i < r; ++i)
     for (int64_t j = 0; j < c; ++j) X[i * c + j] = g[tall ? j * cols + i : i * cols + j] / denominator;
   for (int s = 0; s < steps; ++s) {
-    gemm(false, true, r, r, c, X, c, X, c, A, r, false);  // A = X X^T
+    gemm(false, true, r, r, c, X, c, X, c, A, r, false, products);  // A = X X^T
     // B = b A + (c A) A, in the speedrun's order of operations (its `b * A + c * A @ A`).
     for (int64_t k = 0; k < r * r; ++k) B[k] = kC * A[k];
-    gemm(false, false, r, r, r, B, r, A, r, BX, r, false);
+    gemm(false, false, r, r, r, B, r, A, r, BX, r, false, products);
     for (int64_t k = 0; k < r * r; ++k) B[k] = kB * A[k] + BX[k];
-    gemm(false, false, r, c, r, B, r, X, c, BX, c, false);  // B X
+    gemm(false, false, r, c, r, B, r, X, c, BX, c, false, products);  // B X
 #pragma omp parallel for schedule(static) if (r * c > kParallelMinElementwise)
     for (int64_t k = 0; k < r * c; ++k) X[k] = kA * X[k] + BX[k];
   }
@@ -104,7 +104,7 @@ void Muon::step(double lr) {
       u[k] = g[k] + momentum * buffer[k];
     }
     const int64_t rows = slot.shape.dims[0], cols = slot.shape.dims[1];
-    newton_schulz_.orthogonalize(u, rows, cols);
+    newton_schulz_.orthogonalize(u, rows, cols, 5, settings_.products);
     // The scale in double, applied in float, as PyTorch applies a Python float.
     const auto scale = static_cast<float>(rate * std::sqrt(std::max(1.0, static_cast<double>(rows) / cols)));
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)

@@ -1,8 +1,9 @@
 // Muon (Jordan et al. 2024, "Muon: An optimizer for hidden layers"; modded-nanogpt's
 // train_gpt.py): the 2-D weights inside the transformer blocks step by the orthogonalised
 // Nesterov momentum of their gradient; every other parameter (embeddings, lm_head, norms,
-// biases) steps by AdamW. Newton-Schulz runs in float32 (the speedrun's in bfloat16) on our GEMM,
-// so the step has the same bits on any thread count. It does not shard: each matrix needs its
+// biases) steps by AdamW. Newton-Schulz's products run on our GEMM with the run's dtype (float32,
+// or bfloat16 inputs with float32 sums, as the speedrun's run in bfloat16), so the step has the
+// same bits on any thread count. It does not shard: each matrix needs its
 // whole gradient (zero_stage 0 only).
 #pragma once
 
@@ -11,6 +12,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/param_store.h"
+#include "kernels/dtype.h"
 #include "train/optimizer.h"
 
 namespace gpt {
@@ -31,8 +33,8 @@ class NewtonSchulz {
   NewtonSchulz() = default;
   // Room for matrices of up to `max_floats` elements whose shorter side is at most `max_side`.
   NewtonSchulz(int64_t max_floats, int64_t max_side);
-  // g [rows, cols] replaced by its orthogonalisation.
-  void orthogonalize(float* g, int64_t rows, int64_t cols, int steps = 5);
+  // g [rows, cols] replaced by its orthogonalisation; `products` is the GEMM's input dtype.
+  void orthogonalize(float* g, int64_t rows, int64_t cols, int steps = 5, Dtype products = Dtype::float32);
 
  private:
   AlignedBuffer<float> x_, bx_;  // [r, c] with r <= c: X and B X
@@ -49,10 +51,11 @@ class NewtonSchulz {
 // the config's schedule: step(lr) uses muon_lr * lr / learning_rate.
 // State: AdamW's exp_avg, exp_avg_sq (zero on Muon's matrices) and momentum_buffer (zero elsewhere).
 struct MuonSettings {
-  double lr = 0.02;             // muon_lr
-  double momentum = 0.95;       // muon_momentum
-  double schedule_peak = 1e-3;  // learning_rate: step(lr)'s lr / schedule_peak scales lr above
-  AdamWSettings adamw;          // for every other parameter, at step(lr)'s lr
+  double lr = 0.02;                 // muon_lr
+  double momentum = 0.95;           // muon_momentum
+  double schedule_peak = 1e-3;      // learning_rate: step(lr)'s lr / schedule_peak scales lr above
+  AdamWSettings adamw;              // for every other parameter, at step(lr)'s lr
+  Dtype products = Dtype::float32;  // Newton-Schulz's products: the run's dtype
 };
 class Muon final : public Optimizer {
  public:
