@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -177,6 +178,21 @@ TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   EXPECT_EQ(o.model.n_head, 4);
   EXPECT_TRUE(o.model.bias);
   EXPECT_EQ(o.model.dropout, 0.0);
+}
+
+// Every config the project ships loads, with every value in range: a user's first command.
+TEST(ConfigLoader, EveryShippedConfigLoadsWithValidValues) {
+  const char* root = std::getenv("GPT_SOURCE_DIR");
+  const std::filesystem::path configs = std::filesystem::path(root ? root : ".") / "configs";
+  int count = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(configs)) {
+    if (entry.path().extension() != ".json") continue;
+    SCOPED_TRACE(entry.path().string());
+    const TrainConfig config = load_train_config(entry.path().string(), {});
+    EXPECT_EQ(find_config_problem(config).key, "") << find_config_problem(config).message;
+    ++count;
+  }
+  EXPECT_GE(count, 6);  // quickstart, cpu, 10.7M, 10min, modern, induction_head
 }
 
 TEST(ConfigLoader, NumbersTooLargeForADoubleAreAnError) {
