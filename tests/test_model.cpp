@@ -403,9 +403,9 @@ TEST(GptMemory, AModelLargerThanTheMachineIsRefusedWithItsSizes) {
   } catch (const UserError& e) {
     const std::string message = e.what();
     EXPECT_EQ(e.exit_code(), 1);
-    for (const char* part : {"does not fit in memory", "n_embd 2000000", "n_layer 6", "288.0 trillion parameters",
-                             "2.0 PiB", "RAM and swap", "optimizer state", "of activations per sequence",
-                             "mlp_hidden 8000000 here"})
+    for (const char* part :
+         {"does not fit in memory", "n_embd 2000000", "n_layer 6", "288.0 trillion parameters", "2.0 PiB",
+          "RAM and swap", "optimizer state", "of activations per sequence", "mlp_hidden 8000000 here"})
       EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
   }
 }

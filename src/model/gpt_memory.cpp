@@ -58,7 +58,8 @@ std::string gpt_memory_message(const GptConfig& c, const GptMemory& memory) {
          byte_size(memory.activation_bytes) +
          " of activations per sequence (block_size tokens; times batch_size per step). The parameters grow as about "
          "n_layer n_embd (4 n_embd + 2 mlp_hidden) + vocab_size n_embd (mlp_hidden " +
-         std::to_string(c.mlp_width()) + " here; 3 matrices with swiglu), the activations as batch_size block_size "
+         std::to_string(c.mlp_width()) +
+         " here; 3 matrices with swiglu), the activations as batch_size block_size "
          "n_layer (n_embd + mlp_hidden): reduce n_embd or n_layer.";
 }
 
