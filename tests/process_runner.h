@@ -51,6 +51,8 @@ class ChildProcess {
     ::waitpid(pid_, nullptr, 0);
   }
   void signal(int sig) { ::kill(pid_, sig); }
+  // The child and everything it started (mpirun's processes).
+  void signal_all(int sig) { ::kill(-pid_, sig); }
   // Exit code, or 128 + signal number when killed.
   int wait() {
     int status = 0;
