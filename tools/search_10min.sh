@@ -25,7 +25,7 @@ for seed in "${seeds[@]}"; do
   out="$work/$name-$seed"
   rm -rf "$out"
   if [[ -n ${ITERS:-} ]]; then
-    length=(--max_iters "$ITERS" --lr_decay_iters "$ITERS")
+    length=(--max_iters "$ITERS" --lr_decay_iters "$ITERS" --max_time "")  # no budget from CONFIG
   else
     length=(--max_time "$budget")
   fi
