@@ -3,8 +3,8 @@
 // Nesterov momentum of their gradient; every other parameter (embeddings, lm_head, norms,
 // biases) steps by AdamW. Newton-Schulz's products run on our GEMM with the run's dtype (float32,
 // or bfloat16 inputs with float32 sums, as the speedrun's run in bfloat16), so the step has the
-// same bits on any thread count. It does not shard: each matrix needs its
-// whole gradient (zero_stage 0 only).
+// same bits on any thread count. It does not shard: each matrix needs its whole gradient
+// (zero_stage 0 only).
 #pragma once
 
 #include <cstdint>
