@@ -361,7 +361,8 @@ TEST(Muon, UpdatesTheBlocksMatricesAndLeavesEveryOtherParameterToAdamW) {
   }
 }
 
-TEST(Muon, SameBitsOnOneAndTwoThreadsInEachDtype) {
+// Two matrices: on 2 threads each takes one whole, on 3 each matrix's products use all three.
+TEST(Muon, SameBitsOnOneTwoAndThreeThreadsInEachDtype) {
   for (const Dtype dtype : {Dtype::float32, Dtype::bfloat16}) {
     SCOPED_TRACE(dtype_name(dtype));
     auto run = [dtype] {
@@ -380,7 +381,9 @@ TEST(Muon, SameBitsOnOneAndTwoThreadsInEachDtype) {
         out.insert(out.end(), buffer.data, buffer.data + store.padded_floats());
       return out;
     };
-    EXPECT_TRUE(same_bits(on_threads(1, run), on_threads(2, run)));
+    const std::vector<float> one = on_threads(1, run);
+    EXPECT_TRUE(same_bits(one, on_threads(2, run)));
+    EXPECT_TRUE(same_bits(one, on_threads(3, run)));
   }
 }
 

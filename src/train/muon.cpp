@@ -1,5 +1,7 @@
 #include "train/muon.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <string_view>
@@ -72,11 +74,13 @@ Muon::Muon(ParamStore& params, MuonSettings settings, StoreRange shard)
     const auto begin = static_cast<int64_t>(slot.offset), end = begin + slot.shape.numel();
     GPT_CHECK(end <= shard.begin || begin >= shard.end || (begin >= shard.begin && end <= shard.end),
               "Muon's matrix " + slot.name + " cut by the optimizer's shard");
+    if (begin >= shard.begin && end <= shard.end) matrices_.push_back({begin, slot.shape.dims[0], slot.shape.dims[1]});
     max_floats = std::max(max_floats, slot.shape.numel());
     max_side = std::max(max_side, sides(slot.shape.dims[0], slot.shape.dims[1]).shorter);
   }
-  update_ = AlignedBuffer<float>(static_cast<std::size_t>(max_floats));
-  newton_schulz_ = NewtonSchulz(max_floats, max_side);
+  workspaces_.resize(static_cast<std::size_t>(std::max(1, omp_get_max_threads())));
+  for (Workspace& workspace : workspaces_)
+    workspace = {AlignedBuffer<float>(static_cast<std::size_t>(max_floats)), NewtonSchulz(max_floats, max_side)};
 }
 
 std::vector<NamedBuffer> Muon::state() {
@@ -90,26 +94,34 @@ void Muon::step(double lr) {
   adamw_.set_step_count(step_ - 1);  // its bias corrections count our steps (a resume sets only ours)
   adamw_.step(lr);
   const double rate = settings_.lr * lr / settings_.schedule_peak;
-  const auto momentum = static_cast<float>(settings_.momentum);
-  for (const ParamStore::Slot& slot : params_.slots()) {
-    const auto begin = static_cast<int64_t>(slot.offset), n = slot.shape.numel();
-    if (!updated_by_muon(slot) || begin < shard_.begin || begin + n > shard_.end) continue;
-    float* p = params_.data() + begin;
-    const float* g = params_.grad() + begin;
-    float* buffer = momentum_.data() + (begin - shard_.begin);
-    float* u = update_.data();
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-    for (int64_t k = 0; k < n; ++k) {
-      buffer[k] = buffer[k] * momentum + g[k];
-      u[k] = g[k] + momentum * buffer[k];
-    }
-    const int64_t rows = slot.shape.dims[0], cols = slot.shape.dims[1];
-    newton_schulz_.orthogonalize(u, rows, cols, 5, settings_.products);
-    // The scale in double, applied in float, as PyTorch applies a Python float.
-    const auto scale = static_cast<float>(rate * std::sqrt(std::max(1.0, static_cast<double>(rows) / cols)));
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-    for (int64_t k = 0; k < n; ++k) p[k] = p[k] - scale * u[k];
+  const auto count = static_cast<int64_t>(matrices_.size());
+  if (count >= static_cast<int64_t>(workspaces_.size())) {
+    // Any thread may take any matrix: a matrix's bits do not depend on which thread steps it.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast <int>(workspaces_.size()))
+    for (int64_t m = 0; m < count; ++m) step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]);
+  } else {
+    for (const Matrix& matrix : matrices_) step_matrix(matrix, rate, workspaces_[0]);
   }
+}
+
+void Muon::step_matrix(const Matrix& matrix, double rate, Workspace& workspace) {
+  const auto [begin, rows, cols] = matrix;
+  const int64_t n = rows * cols;
+  const auto momentum = static_cast<float>(settings_.momentum);
+  float* p = params_.data() + begin;
+  const float* g = params_.grad() + begin;
+  float* buffer = momentum_.data() + (begin - shard_.begin);
+  float* u = workspace.update.data();
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t k = 0; k < n; ++k) {
+    buffer[k] = buffer[k] * momentum + g[k];
+    u[k] = g[k] + momentum * buffer[k];
+  }
+  workspace.newton_schulz.orthogonalize(u, rows, cols, 5, settings_.products);
+  // The scale in double, applied in float, as PyTorch applies a Python float.
+  const auto scale = static_cast<float>(rate * std::sqrt(std::max(1.0, static_cast<double>(rows) / cols)));
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t k = 0; k < n; ++k) p[k] = p[k] - scale * u[k];
 }
 
 }  // namespace gpt

@@ -3,7 +3,10 @@
 // Nesterov momentum of their gradient; every other parameter (embeddings, lm_head, norms,
 // biases) steps by AdamW. Newton-Schulz's products run on our GEMM with the run's dtype (float32,
 // or bfloat16 inputs with float32 sums, as the speedrun's run in bfloat16), so the step has the
-// same bits on any thread count. It does not shard: each matrix needs its whole gradient
+// same bits on any thread count. The matrices are independent: when there are at least as many as
+// threads, the threads share them out, a whole matrix each with single-threaded products (a small
+// model's matrices are too small for one matrix's products to keep two threads busy); otherwise
+// each matrix's products use every thread. It does not shard: each matrix needs its whole gradient
 // (zero_stage 0 only).
 #pragma once
 
@@ -65,11 +68,21 @@ class Muon final : public Optimizer {
   std::vector<NamedBuffer> state() override;
 
  private:
+  // One matrix's work space: U, then its orthogonalisation.
+  struct Workspace {
+    AlignedBuffer<float> update;  // the largest matrix's U
+    NewtonSchulz newton_schulz;
+  };
+  struct Matrix {
+    int64_t begin, rows, cols;  // in the store
+  };
+  void step_matrix(const Matrix& matrix, double rate, Workspace& workspace);
+
   MuonSettings settings_;
   AdamW adamw_;
-  AlignedBuffer<float> momentum_;  // element k is the store's float shard().begin + k
-  AlignedBuffer<float> update_;    // the largest matrix's U
-  NewtonSchulz newton_schulz_;
+  AlignedBuffer<float> momentum_;      // element k is the store's float shard().begin + k
+  std::vector<Matrix> matrices_;       // Muon's matrices inside the shard
+  std::vector<Workspace> workspaces_;  // one per OpenMP thread
 };
 
 }  // namespace gpt
