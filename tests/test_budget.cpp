@@ -115,6 +115,19 @@ TEST(BudgetPlanner, PlansOnceMeasuredAndEndsWhenOnlyTheFinalEvaluationAndCheckpo
   EXPECT_TRUE(planner.out_of_time(97));  // 97 + 2 + 0.5 >= 99
 }
 
+// A shared machine's step times are skewed by occasional slow steps: the plan uses their mean
+// (what the run's length adds up), after the first, warm-up iteration.
+TEST(BudgetPlanner, PlansWithTheMeanStepTimeAfterTheWarmUpIteration) {
+  BudgetPlanner planner(100, {10, 5, 1, 0});
+  planner.record_iteration(10.0);
+  for (int i = 0; i < 8; ++i) planner.record_iteration(1.0);
+  planner.record_iteration(2.0);
+  planner.record_iteration(2.0);
+  ASSERT_TRUE(planner.measured());
+  planner.plan(20, 11);
+  EXPECT_DOUBLE_EQ(planner.costs().iteration, 1.2);  // the median would be 1.0
+}
+
 // No learning (a negligible learning rate): the evaluations only vary with their batches, so a
 // new best soon fails to come; the run stops there and keeps the best checkpoint.
 TEST_F(Budget, PatienceStopsEarlyAndKeepsTheBestCheckpoint) {

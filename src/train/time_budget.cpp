@@ -55,7 +55,7 @@ bool BudgetPlanner::measured() const {
 }
 
 int64_t BudgetPlanner::plan(double elapsed, int64_t done) {
-  costs_.iteration = median_iteration_seconds();
+  costs_.iteration = mean_iteration_seconds();
   costs_.save = expected_save_seconds();
   costs_.evaluation = expected_evaluation_seconds();
   return std::max(plan_iterations(budget_ * kBudgetUse, elapsed, done, kUnplanned, run_.eval_interval, costs_),
@@ -66,19 +66,22 @@ bool BudgetPlanner::out_of_time(double elapsed) const {
   return elapsed + expected_evaluation_seconds() + expected_save_seconds() >= budget_ * kBudgetUse;
 }
 
-// The first iteration warms caches and allocators: the median of the others.
-double BudgetPlanner::median_iteration_seconds() const {
-  std::vector<double> times(iteration_seconds_.begin() + (iteration_seconds_.size() > 1 ? 1 : 0),
-                            iteration_seconds_.end());
-  if (times.empty()) return 0;
-  std::nth_element(times.begin(), times.begin() + static_cast<std::ptrdiff_t>(times.size() / 2), times.end());
-  return times[times.size() / 2];
+// The first iteration warms caches and allocators: the mean of the others. The mean, not the
+// median: the run's length is a sum of step times, and a shared machine's occasional slow steps
+// (a skewed distribution, the median well below the mean) would otherwise plan a decay longer
+// than the budget and cut it short.
+double BudgetPlanner::mean_iteration_seconds() const {
+  const std::size_t skip = iteration_seconds_.size() > 1 ? 1 : 0;
+  if (iteration_seconds_.size() == skip) return 0;
+  double sum = 0;
+  for (std::size_t i = skip; i < iteration_seconds_.size(); ++i) sum += iteration_seconds_[i];
+  return sum / static_cast<double>(iteration_seconds_.size() - skip);
 }
 
 // The last evaluation's time, but the only one so far may be the first, slowed by warm-up: at
 // most twice what its forward passes cost at the step time (a step is about three forwards).
 double BudgetPlanner::expected_evaluation_seconds() const {
-  const double step = median_iteration_seconds();
+  const double step = mean_iteration_seconds();
   if (step == 0) return costs_.evaluation;
   return std::min(costs_.evaluation, 2.0 * 2.0 * static_cast<double>(run_.eval_iters) * step /
                                          (3.0 * static_cast<double>(run_.accumulation_steps)));

@@ -48,7 +48,7 @@ class BudgetPlanner {
   static constexpr int64_t kUnplanned = int64_t{1} << 40;  // the run's length until planned
 
  private:
-  double median_iteration_seconds() const;
+  double mean_iteration_seconds() const;
   double expected_evaluation_seconds() const;
   double expected_save_seconds() const;
 
