@@ -78,7 +78,9 @@ Muon::Muon(ParamStore& params, MuonSettings settings, StoreRange shard)
     max_floats = std::max(max_floats, slot.shape.numel());
     max_side = std::max(max_side, sides(slot.shape.dims[0], slot.shape.dims[1]).shorter);
   }
-  workspaces_.resize(static_cast<std::size_t>(std::max(1, omp_get_max_threads())));
+  // A workspace per thread when the threads share the matrices out (see step), else one.
+  const auto threads = static_cast<std::size_t>(std::max(1, omp_get_max_threads()));
+  workspaces_.resize(matrices_.size() >= threads ? threads : 1);
   for (Workspace& workspace : workspaces_)
     workspace = {AlignedBuffer<float>(static_cast<std::size_t>(max_floats)), NewtonSchulz(max_floats, max_side)};
 }
@@ -95,9 +97,10 @@ void Muon::step(double lr) {
   adamw_.step(lr);
   const double rate = settings_.lr * lr / settings_.schedule_peak;
   const auto count = static_cast<int64_t>(matrices_.size());
-  if (count >= static_cast<int64_t>(workspaces_.size())) {
+  const auto threads = static_cast<int>(workspaces_.size());
+  if (threads > 1) {
     // Any thread may take any matrix: a matrix's bits do not depend on which thread steps it.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(static_cast <int>(workspaces_.size()))
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
     for (int64_t m = 0; m < count; ++m) step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]);
   } else {
     for (const Matrix& matrix : matrices_) step_matrix(matrix, rate, workspaces_[0]);

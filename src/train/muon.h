@@ -82,7 +82,7 @@ class Muon final : public Optimizer {
   AdamW adamw_;
   AlignedBuffer<float> momentum_;      // element k is the store's float shard().begin + k
   std::vector<Matrix> matrices_;       // Muon's matrices inside the shard
-  std::vector<Workspace> workspaces_;  // one per OpenMP thread
+  std::vector<Workspace> workspaces_;  // one per thread sharing the matrices out, else one
 };
 
 }  // namespace gpt
