@@ -72,9 +72,10 @@ Muon::Muon(ParamStore& params, MuonSettings settings, StoreRange shard)
   for (const ParamStore::Slot& slot : params.slots()) {
     if (!updated_by_muon(slot)) continue;
     const auto begin = static_cast<int64_t>(slot.offset), end = begin + slot.shape.numel();
-    GPT_CHECK(end <= shard.begin || begin >= shard.end || (begin >= shard.begin && end <= shard.end),
+    const bool inside = begin >= shard.begin && end <= shard.end;
+    GPT_CHECK(end <= shard.begin || begin >= shard.end || inside,
               "Muon's matrix " + slot.name + " cut by the optimizer's shard");
-    if (begin >= shard.begin && end <= shard.end) matrices_.push_back({begin, slot.shape.dims[0], slot.shape.dims[1]});
+    if (inside) matrices_.push_back({begin, slot.shape.dims[0], slot.shape.dims[1]});
     max_floats = std::max(max_floats, slot.shape.numel());
     max_side = std::max(max_side, sides(slot.shape.dims[0], slot.shape.dims[1]).shorter);
   }
@@ -98,13 +99,10 @@ void Muon::step(double lr) {
   const double rate = settings_.lr * lr / settings_.schedule_peak;
   const auto count = static_cast<int64_t>(matrices_.size());
   const auto threads = static_cast<int>(workspaces_.size());
-  if (threads > 1) {
-    // Any thread may take any matrix: a matrix's bits do not depend on which thread steps it.
-#pragma omp parallel for schedule(dynamic, 1) num_threads(threads)
-    for (int64_t m = 0; m < count; ++m) step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]);
-  } else {
-    for (const Matrix& matrix : matrices_) step_matrix(matrix, rate, workspaces_[0]);
-  }
+  // Any thread may take any matrix: a matrix's bits do not depend on which thread steps it. With
+  // one workspace the loop runs on this thread and each matrix's products use every thread.
+#pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
+  for (int64_t m = 0; m < count; ++m) step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]);
 }
 
 void Muon::step_matrix(const Matrix& matrix, double rate, Workspace& workspace) {
