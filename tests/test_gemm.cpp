@@ -216,6 +216,13 @@ void expect_prepacked_products_give_gemm_bits(Dtype inputs, const std::vector<Ca
           gemm_prepacked_columns(c.M, A.data(), c.K, packed, j, std::min(c.N, j + 2 * packed.nr()), pieces.data(), c.N,
                                  true);
         ASSERT_TRUE(same_bits(pieces, expected));
+        // Repacked into the storage of a larger matrix, packed first.
+        const auto larger = random_vector((c.K + 3) * (c.N + 40), 12);
+        PackedMatrix reused(tb, c.K + 3, c.N + 40, larger.data(), tb ? c.K + 3 : c.N + 40, inputs);
+        reused.pack(tb, c.K, c.N, B.data(), tb ? c.K : c.N, inputs);
+        auto repacked = C0;
+        gemm_prepacked(c.M, A.data(), c.K, reused, repacked.data(), c.N, true);
+        ASSERT_TRUE(same_bits(repacked, expected)) << "repacked";
         const ForcedKernelScope other(inputs, kernels.front() == kernel ? kernels.back() : kernels.front());
         auto later = C0;
         gemm_prepacked(c.M, A.data(), c.K, packed, later.data(), c.N, true);

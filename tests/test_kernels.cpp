@@ -135,6 +135,23 @@ TEST(SoftmaxRow, EveryInstructionSetGivesTheSameBits) {
     }
 }
 
+// What attention's backward relies on to redo its rows' probabilities in one pass.
+TEST(SoftmaxRow, AgainFromItsStatsGivesTheSameBitsOnEveryInstructionSet) {
+  for (VectorIsa isa : supported_isas()) {
+    const ForcedVectorIsaScope forced(isa);
+    for (int64_t n : {1, 7, 16, 17, 64, 65, 300})
+      for (int64_t width : {n, n + 9, (n + 15) / 16 * 16}) {
+        const std::vector<float> x = random_row(width, static_cast<uint64_t>(3000 + n), 4.0f);
+        std::vector<float> plain = x, with_stats = x, again = x;
+        softmax_row(plain.data(), n, width, 0.37f);
+        const SoftmaxRowStats stats = softmax_row_with_stats(with_stats.data(), n, width, 0.37f);
+        softmax_row_again(again.data(), n, width, 0.37f, stats);
+        ASSERT_TRUE(same_bits(with_stats, plain)) << vector_isa_name(isa) << " n " << n << " width " << width;
+        ASSERT_TRUE(same_bits(again, plain)) << vector_isa_name(isa) << " n " << n << " width " << width;
+      }
+  }
+}
+
 TEST(Layernorm, EveryInstructionSetGivesTheSameBits) {
   for (int64_t C : {1, 15, 16, 17, 64, 65, 384})
     for (bool bias : {false, true}) {

@@ -1,16 +1,21 @@
 // Where a training step spends its time: each op's forward and forward+backward at one layer's
 // shapes, the optimizer, and the whole model. Shapes of the CPU recipe (B=12, T=64, C=128, 4
 // heads, 4 layers) or, with `big`, of the 10.7M recipe (B=64, T=256, C=384, 6 heads, 6 layers);
-// `bfloat16` rounds the linears' inputs as dtype "bfloat16" does.
-//   profile_ops [big] [bfloat16]
+// `bfloat16` rounds the linears' inputs as dtype "bfloat16" does; a number sets how many calls
+// each mean is over (default 50, 3 with `big`); any other word keeps only the rows whose name
+// contains it (e.g. `attention`).
+//   profile_ops [big] [bfloat16] [REPS] [WORD]
 // Built and run by tools/profile_ops.sh; timings are means over repeated calls with warm caches.
 #include <omp.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,15 +52,22 @@ struct Owned {
 int main(int argc, char** argv) {
   bool big = false;
   Dtype dtype = Dtype::float32;
+  std::string only;
+  int reps = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "big") == 0)
       big = true;
+    else if (std::isdigit(static_cast<unsigned char>(argv[i][0])))
+      reps = std::atoi(argv[i]);
+    else if (const std::optional<Dtype> parsed = parse_dtype(argv[i]))
+      dtype = *parsed;
     else
-      dtype = parse_dtype(argv[i]).value_or(dtype);
+      only = argv[i];
   }
+  const auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   const int64_t B = big ? 64 : 12, T = big ? 256 : 64, C = big ? 384 : 128, H = big ? 6 : 4, L = big ? 6 : 4;
   const int64_t R = B * T, V = 65;
-  const int reps = big ? 3 : 50;
+  if (reps <= 0) reps = big ? 3 : 50;
   Rng rng(1);
   Owned x({B, T, C}, rng), x4({B, T, 4 * C}, rng), w_attn({3 * C, C}, rng), w_fc({4 * C, C}, rng),
       w_proj({C, 4 * C}, rng), w_head({V, C}, rng), ln_w({C}, rng), qkv({B, T, 3 * C}, rng), logits({R, V}, rng);
@@ -67,6 +79,7 @@ int main(int argc, char** argv) {
               static_cast<long long>(H), static_cast<long long>(L), dtype_name(dtype), "op (one layer's shapes)",
               "fwd ms", "fwd+bwd ms");
   auto row = [&](const char* name, const std::function<Tensor()>& op) {
+    if (!wanted(name)) return;
     const double fwd = mean_ms(
         [&] {
           NoGradGuard no_grad(g);
@@ -105,8 +118,10 @@ int main(int argc, char** argv) {
   model.init_weights(rng.next_u64());
   model.set_matmul_dtype(dtype);
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(TrainConfig{}, model.params());
-  std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer->step(1e-3); }));
-  std::printf("%-30s %10.3f\n", "clip_grad_norm", mean_ms([&] { clip_grad_norm(model.params(), 1.0); }));
+  if (wanted("AdamW step")) std::printf("%-30s %10.3f\n", "AdamW step", mean_ms([&] { optimizer->step(1e-3); }));
+  if (wanted("clip_grad_norm"))
+    std::printf("%-30s %10.3f\n", "clip_grad_norm", mean_ms([&] { clip_grad_norm(model.params(), 1.0); }));
+  if (!wanted("whole model")) return 0;
   std::vector<int32_t> idx(R, 5);
   const double fwd = mean_ms(
       [&] {

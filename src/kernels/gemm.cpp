@@ -257,14 +257,21 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
   });
 }
 
-PackedMatrix::PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs)
-    : K_(K), N_(N), dtype_(inputs) {
+PackedMatrix::PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs) {
+  pack(trans_b, K, N, B, ldb, inputs);
+}
+
+void PackedMatrix::pack(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs) {
+  K_ = K;
+  N_ = N;
+  dtype_ = inputs;
   gemm_detail::gemm_family(inputs).visit([&](const auto& family) {
     using Packed = typename std::remove_cvref_t<decltype(family)>::PackedType;
     nr_ = family.NR;
     kernel_name_ = family.name;
     const int64_t slivers = (N + nr_ - 1) / nr_;
-    data_ = AlignedBuffer<float>(static_cast<std::size_t>(std::max<int64_t>(1, family.steps(K) * slivers * nr_)));
+    const auto floats = static_cast<std::size_t>(std::max<int64_t>(1, family.steps(K) * slivers * nr_));
+    if (data_.size() < floats) data_ = AlignedBuffer<float>(floats);
     pack_whole_b(family, trans_b, K, N, B, ldb, reinterpret_cast<Packed*>(data_.data()));
   });
 }

@@ -42,6 +42,9 @@ class PackedMatrix {
  public:
   PackedMatrix() = default;
   PackedMatrix(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs = Dtype::float32);
+  // Packs another op(B) into this matrix, keeping its storage when that is large enough: a loop
+  // that repacks per-thread matrices (attention's keys and values) allocates nothing once warm.
+  void pack(bool trans_b, int64_t K, int64_t N, const float* B, int64_t ldb, Dtype inputs = Dtype::float32);
   int64_t K() const { return K_; }
   int64_t N() const { return N_; }
   int64_t nr() const { return nr_; }

@@ -13,4 +13,13 @@ namespace gpt {
 // on width; a width that is a multiple of 16 runs on whole vectors.
 void softmax_row(float* row, int64_t n, int64_t width, float scale);
 
+// What a row's softmax needs besides its scores: max(scale * x) and 1 / (sum of the exps).
+struct SoftmaxRowStats {
+  float max, inv_sum;
+};
+// softmax_row, also giving the row's stats, so that a backward pass that recomputes the scores
+// can redo the row with softmax_row_again: one pass over the row instead of three, same bits.
+SoftmaxRowStats softmax_row_with_stats(float* row, int64_t n, int64_t width, float scale);
+void softmax_row_again(float* row, int64_t n, int64_t width, float scale, SoftmaxRowStats stats);
+
 }  // namespace gpt

@@ -3,16 +3,19 @@
 // (batch, head) per parallel work item in forward and one (batch, kv head) in backward, whose
 // query heads run in order (so each kv head's gradient has one writer and a fixed sum order). Within a head, query rows
 // go in blocks and each block only multiplies against the keys it can see (0 .. end of block), skipping most of the
-// masked half. Nothing of size T x T is kept for backward: it recomputes each block's probabilities with the same calls
-// as forward (so they are bit-identical) in per-thread scratch, and the dropout mask comes from the same counter-based
-// hash. That keeps memory at O(T) per thread instead of the [B, H, T, T] probabilities (twice, with dropout) per layer,
-// for one extra q k^T product. The same computation written with primitives (matmul, scale, causal_mask_fill, softmax,
-// matmul) is the reference it is tested against.
+// masked half. A head's keys and values are packed for the GEMM micro-kernels once, not once per block. Nothing of
+// size T x T is kept for backward: it recomputes each block's scores with the same calls as forward and redoes their
+// softmax from each row's max and sum, kept by forward (so the probabilities are bit-identical), in per-thread
+// scratch, and the dropout mask comes from the same counter-based hash. That keeps memory at O(T) per thread instead
+// of the [B, H, T, T] probabilities (twice, with dropout) per layer, for one extra q k^T product. The same
+// computation written with primitives (matmul, scale, causal_mask_fill, softmax, matmul) is the reference it is
+// tested against.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "kernels/gemm.h"
 #include "kernels/softmax_row.h"
@@ -23,7 +26,7 @@ namespace gpt {
 
 namespace {
 
-constexpr int64_t kRowBlock = 64;
+constexpr int64_t kRowBlock = 64;  // query rows per block, and keys per packed chunk of v or k
 
 struct AttentionDims {
   int64_t B, T, C, H, KV, hs;  // C = H hs: the output width
@@ -39,17 +42,55 @@ using detail::DropoutMask;
 // Per-thread scratch: three blocks of kRowBlock x T floats.
 int64_t scratch_floats_per_thread(const AttentionDims& d) { return 3 * std::min(kRowBlock, d.T) * d.T; }
 
+// One head's keys or values as the right-hand operands of its blocks' products, packed once per
+// head in the calling thread's grow-only storage.
+struct HeadPacks {
+  PackedMatrix transposed;  // m^T (hs x T): the first i1 columns serve rows ending at i1
+  // m in chunks of kRowBlock rows (keys): a product over keys 0 .. i1 runs chunk by chunk.
+  std::vector<PackedMatrix> chunks;
+};
+HeadPacks& thread_packs(int which) {
+  thread_local HeadPacks packs[2];
+  return packs[which];
+}
+
+void pack_transposed(const AttentionDims& d, const float* m, PackedMatrix& out) {
+  out.pack(true, d.hs, d.T, m, d.width);
+}
+
+void pack_chunks(const AttentionDims& d, const float* m, std::vector<PackedMatrix>& chunks) {
+  const auto count = static_cast<std::size_t>((d.T + kRowBlock - 1) / kRowBlock);
+  if (chunks.size() < count) chunks.resize(count);
+  for (std::size_t c = 0; c < count; ++c) {
+    const int64_t first = static_cast<int64_t>(c) * kRowBlock;
+    chunks[c].pack(false, std::min(kRowBlock, d.T - first), d.hs, m + first * d.width, d.width);
+  }
+}
+
+// c[rows, hs] (+)= p[rows, 0 .. keys) m[0 .. keys, hs] with m in chunks: each chunk's products
+// continue the multiply-add chains of the one before, so the bits are those of one product.
+void times_chunks(const AttentionDims& d, int64_t rows, const float* p, int64_t ldp, int64_t keys,
+                  const std::vector<PackedMatrix>& chunks, float* c, int64_t ldc, bool accumulate) {
+  for (int64_t first = 0; first < keys; first += kRowBlock)
+    gemm_prepacked_columns(rows, p + first, ldp, chunks[first / kRowBlock], 0, d.hs, c, ldc, accumulate || first > 0);
+}
+
 // Probabilities of query rows i0..i1 of head (b, h) against keys 0..i1, rows with stride T:
 // `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal, `dropped` the same with
-// the dropout mask applied (it is left alone when dropout is off).
-void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, const float* k, int64_t i0, int64_t i1,
-                         const DropoutMask& mask, float* probs, float* dropped) {
+// the dropout mask applied (it is left alone when dropout is off). Forward fills the rows' softmax
+// stats (`found`, indexed by query row); backward redoes the rows from them (`known`).
+void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, const PackedMatrix& keys_t, int64_t i0,
+                         int64_t i1, const DropoutMask& mask, SoftmaxRowStats* found, const SoftmaxRowStats* known,
+                         float* probs, float* dropped) {
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
-  gemm(false, true, i1 - i0, i1, d.hs, q + i0 * W, W, k, W, probs, T, false);
+  gemm_prepacked_columns(i1 - i0, q + i0 * W, W, keys_t, 0, i1, probs, T, false);
   for (int64_t i = i0; i < i1; ++i) {
     float* row = probs + (i - i0) * T;
-    softmax_row(row, i + 1, i1, scale);
+    if (known)
+      softmax_row_again(row, i + 1, i1, scale, known[i]);
+    else
+      found[i] = softmax_row_with_stats(row, i + 1, i1, scale);
     if (mask.active) {
       float* drow = dropped + (i - i0) * T;
       const int64_t base = (bh * T + i) * T;
@@ -59,26 +100,29 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
   }
 }
 
-void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask, float* scratch) {
+void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask,
+                       SoftmaxRowStats* stats, float* scratch) {
   const int64_t W = d.width, T = d.T;
 #pragma omp parallel for schedule(static) num_threads(d.threads)
   for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
     const int64_t b = bh / d.H, h = bh % d.H;
     const float* q = qkv + b * T * W + h * d.hs;
-    const float* k = qkv + b * T * W + d.k_offset(h);
-    const float* v = qkv + b * T * W + d.v_offset(h);
+    HeadPacks& keys = thread_packs(0);
+    HeadPacks& values = thread_packs(1);
+    pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
+    pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
     float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
     float* pd = mask.active ? p + std::min(kRowBlock, T) * T : p;
     for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
       const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-      block_probabilities(d, bh, q, k, i0, i1, mask, p, pd);
-      gemm(false, false, rows, d.hs, i1, pd, T, v, W, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
+      block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, stats + bh * T, nullptr, p, pd);
+      times_chunks(d, rows, pd, T, i1, values.chunks, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
     }
   }
 }
 
-void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const float* dout,
-                        float* dqkv, float* scratch) {
+void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const SoftmaxRowStats* stats,
+                        const float* dout, float* dqkv, float* scratch) {
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
 #pragma omp parallel for schedule(static) num_threads(d.threads)
@@ -88,20 +132,25 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
     float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
     float* pd = mask.active ? p + block : p;
     float* dp = p + 2 * block;
+    const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
+    const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
+    HeadPacks& keys = thread_packs(0);
+    HeadPacks& values = thread_packs(1);
+    pack_transposed(d, k, keys.transposed);
+    pack_chunks(d, k, keys.chunks);
+    pack_transposed(d, v, values.transposed);
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       const int64_t bh = b * d.H + h;
       const float* q = qkv + b * T * W + h * d.hs;
-      const float* k = qkv + b * T * W + d.k_offset(h);
-      const float* v = qkv + b * T * W + d.v_offset(h);
       float* dq = dqkv + b * T * W + h * d.hs;
       float* dk = dqkv + b * T * W + d.k_offset(h);
       float* dv = dqkv + b * T * W + d.v_offset(h);
       const float* dob = dout + b * T * d.C + h * d.hs;
       for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
         const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-        block_probabilities(d, bh, q, k, i0, i1, mask, p, pd);
-        gemm(false, true, rows, i1, d.hs, dob + i0 * d.C, d.C, v, W, dp, T, false);  // d(dropped probs)
-        gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true);  // dv
+        block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, nullptr, stats + bh * T, p, pd);
+        gemm_prepacked_columns(rows, dob + i0 * d.C, d.C, values.transposed, 0, i1, dp, T, false);  // d(dropped)
+        gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true);                 // dv
         for (int64_t i = i0; i < i1; ++i) {
           float* row = dp + (i - i0) * T;
           const float* prow = p + (i - i0) * T;
@@ -114,8 +163,8 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
           for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
           for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
         }
-        gemm(false, false, rows, d.hs, i1, dp, T, k, W, dq + i0 * W, W, true);  // dq
-        gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true);   // dk
+        times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);   // dq
+        gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true);  // dk
       }
     }
   }
@@ -143,9 +192,11 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
   Tensor out = g.make(Shape{d.B, d.T, d.C}, qkv.requires_grad());
   // One scratch region serves forward and backward: they never run at the same time.
   float* scratch = g.scratch(static_cast<std::size_t>(d.threads * scratch_floats_per_thread(d)));
-  attention_forward(d, qkv.data, out.data, mask, scratch);
+  static_assert(sizeof(SoftmaxRowStats) == 2 * sizeof(float));
+  auto* stats = reinterpret_cast<SoftmaxRowStats*>(g.scratch(static_cast<std::size_t>(2 * d.B * d.H * d.T)));
+  attention_forward(d, qkv.data, out.data, mask, stats, scratch);
   if (out.requires_grad()) {
-    g.record(out, [=] { attention_backward(d, qkv.data, mask, out.grad(), qkv.grad_accumulator(), scratch); });
+    g.record(out, [=] { attention_backward(d, qkv.data, mask, stats, out.grad(), qkv.grad_accumulator(), scratch); });
   }
   return out;
 }
