@@ -124,6 +124,32 @@ TEST(FusedAttention, GroupedQueryMatchesRepeatedKvHeads) {
   expect_attention_matches_primitives(1, 130, 8, 4, 2);
 }
 
+// Forward packs a kv head once for the consecutive query heads of its group that one thread runs:
+// team sizes that split groups between threads (and the group boundary inside one thread's share)
+// must still give every head its own kv head's values, the same bits on any thread count.
+TEST(FusedAttention, GroupedQueryGivesTheSameBitsOnAnyThreadCount) {
+  const int64_t B = 1, T = 70, C = 24;
+  const int n_head = 6, n_kv_head = 2;
+  Rng rng(23);
+  OwnedTensor qkv(Shape{B, T, C + 2 * C / n_head * n_kv_head}, rng), upstream(Shape{B, T, C}, rng);
+  auto run = [&](int threads) {
+    Arena arena;
+    Graph g(arena);
+    Rng dropout_rng(4);
+    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+    return testing::on_threads(threads, [&] {
+      Tensor out = causal_self_attention(g, qkv.view(), n_head, 0.1f, dropout_rng, true, n_kv_head);
+      std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+      g.run_backward();
+      std::vector<float> values(out.data, out.data + out.numel());
+      values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
+      return values;
+    });
+  };
+  const std::vector<float> reference = run(1);
+  for (int threads : {2, 4, 5}) EXPECT_EQ(run(threads), reference) << threads << " threads";
+}
+
 TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
   // [B, H, T, T] probabilities would be 2 * 8 * 512 * 512 floats = 16 MiB; the op's own memory
   // (output + per-thread scratch) must stay far below that.

@@ -1,15 +1,17 @@
 // causal_self_attention: multi-head causal attention over a packed [B, T, (H + 2 KV) hs] q|k|v
 // tensor (grouped-query when KV < H: a group of H / KV query heads shares one kv head), one
 // (batch, head) per parallel work item in forward and one (batch, kv head) in backward, whose
-// query heads run in order (so each kv head's gradient has one writer and a fixed sum order). Within a head, query rows
-// go in blocks and each block only multiplies against the keys it can see (0 .. end of block), skipping most of the
-// masked half. A head's keys and values are packed for the GEMM micro-kernels once, not once per block. Nothing of
-// size T x T is kept for backward: it recomputes each block's scores with the same calls as forward and redoes their
-// softmax from each row's max and sum, kept by forward (so the probabilities are bit-identical), in per-thread
-// scratch, and the dropout mask comes from the same counter-based hash. That keeps memory at O(T) per thread instead
-// of the [B, H, T, T] probabilities (twice, with dropout) per layer, for one extra q k^T product. The same
-// computation written with primitives (matmul, scale, causal_mask_fill, softmax, matmul) is the reference it is
-// tested against.
+// query heads run in order (so each kv head's gradient has one writer and a fixed sum order).
+// Within a head, query rows go in blocks and each block only multiplies against the keys it can
+// see (0 .. end of block), skipping most of the masked half. A head's keys and values are packed
+// for the GEMM micro-kernels once, not once per block (nor once per query head of a group).
+// Nothing of size T x T is kept for backward: it recomputes each block's scores with the same
+// calls as forward and redoes their softmax from each row's max and sum, kept by forward (so the
+// probabilities are bit-identical), in per-thread scratch, and the dropout mask comes from the
+// same counter-based hash. That keeps memory at O(T) per thread instead of the [B, H, T, T]
+// probabilities (twice, with dropout) per layer, for one extra q k^T product. The same
+// computation written with primitives (matmul, scale, causal_mask_fill, softmax, matmul) is the
+// reference it is tested against.
 #include <omp.h>
 
 #include <algorithm>
@@ -100,23 +102,40 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
   }
 }
 
+// Query head bh (= b H + h) against its kv head's packed keys and values.
+void attend_head(const AttentionDims& d, int64_t bh, const float* qkv, const HeadPacks& keys, const HeadPacks& values,
+                 float* out, const DropoutMask& mask, SoftmaxRowStats* stats, float* scratch) {
+  const int64_t W = d.width, T = d.T;
+  const int64_t b = bh / d.H, h = bh % d.H;
+  const float* q = qkv + b * T * W + h * d.hs;
+  float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
+  float* pd = mask.active ? p + std::min(kRowBlock, T) * T : p;
+  for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
+    const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+    block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, stats + bh * T, nullptr, p, pd);
+    times_chunks(d, rows, pd, T, i1, values.chunks, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
+  }
+}
+
 void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask,
                        SoftmaxRowStats* stats, float* scratch) {
   const int64_t W = d.width, T = d.T;
-#pragma omp parallel for schedule(static) num_threads(d.threads)
-  for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
-    const int64_t b = bh / d.H, h = bh % d.H;
-    const float* q = qkv + b * T * W + h * d.hs;
-    HeadPacks& keys = thread_packs(0);
-    HeadPacks& values = thread_packs(1);
-    pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
-    pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
-    float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
-    float* pd = mask.active ? p + std::min(kRowBlock, T) * T : p;
-    for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
-      const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-      block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, stats + bh * T, nullptr, p, pd);
-      times_chunks(d, rows, pd, T, i1, values.chunks, out + (b * T + i0) * d.C + h * d.hs, d.C, false);
+#pragma omp parallel num_threads(d.threads)
+  {
+    // A thread's (batch, head) items are consecutive, so the query heads of a group mostly follow
+    // one another on one thread: their shared keys and values are packed once for the run of them.
+    int64_t packed_kv = -1;  // b KV + kv head of what this thread's packs hold, in this call
+#pragma omp for schedule(static)
+    for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
+      const int64_t b = bh / d.H, h = bh % d.H;
+      HeadPacks& keys = thread_packs(0);
+      HeadPacks& values = thread_packs(1);
+      if (const int64_t kv = b * d.KV + h / d.group(); kv != packed_kv) {
+        pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
+        pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
+        packed_kv = kv;
+      }
+      attend_head(d, bh, qkv, keys, values, out, mask, stats, scratch);
     }
   }
 }
