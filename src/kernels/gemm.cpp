@@ -1,8 +1,10 @@
-// The blocked driver behind kernels/gemm.h: for each K block, op(B) is packed once (or taken
-// prepacked) and shared by the OpenMP team, A is packed likewise or read in place, then work items
-// of MC rows times a chunk of columns run the family's micro-kernels. The family is resolved once
-// per call, on the calling thread (kernels/gemm/dispatch.h), and the packed operands live in the
-// calling thread's grow-only scratch: products on different threads share nothing.
+// The blocked driver behind kernels/gemm.h: op(B) is packed once per K chunk (all of it for most
+// products; or taken prepacked) and shared by the OpenMP team, then work items of MC rows times a
+// chunk of columns run the family's micro-kernels over the chunk's K blocks in order, packing
+// their own rows of A per block (or reading A in place), so that packed A and the item's C stay in
+// cache. The family is resolved once per call, on the calling thread (kernels/gemm/dispatch.h),
+// and the packed operands live in grow-only thread scratch: products on different threads share
+// nothing.
 #include "kernels/gemm.h"
 
 #include <omp.h>
@@ -39,8 +41,9 @@ struct GrowableBuffer {
   }
 };
 
-// The calling thread's packed operands: one K block of op(B) and of A, shared with its team while
-// a product runs. A product inside an enclosing parallel region (attention's) has its own thread's.
+// A thread's packed operands: the K chunk of op(B) of the product it calls, shared with its team,
+// and the rows of A its own work items pack. A product inside an enclosing parallel region
+// (attention's) has its own thread's.
 struct Scratch {
   GrowableBuffer a, b;
 };
@@ -51,8 +54,9 @@ Scratch& thread_scratch() {
 
 // Runs the micro-kernels of rows [i0, i0+mc) x columns [j0, j0+nc) against the packed B (slivers
 // of NR columns, each `steps` x NR). A non-transposed float32 A is read in place (packed_a null);
-// otherwise A comes packed for the whole K block (MR-row slivers, each `steps` x MR). The last
-// sliver runs the kernel for just its rows; a ragged last column sliver runs on a local tile.
+// otherwise packed_a holds rows i0 .. i0+mc of this K block (MR-row slivers, each `steps` x MR).
+// The last sliver runs the kernel for just its rows; a ragged last column sliver runs on a local
+// tile.
 template <typename Packed>
 void multiply_block(const KernelFamily<Packed>& family, const float* A, int64_t lda, int64_t p0, const Packed* packed_a,
                     const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C,
@@ -61,8 +65,7 @@ void multiply_block(const KernelFamily<Packed>& family, const float* A, int64_t 
   alignas(64) float edge[gemm_detail::kMaxTile];
   for (int64_t ir = 0; ir < mc; ir += MR) {
     const int64_t rows = std::min(MR, mc - ir);
-    const Packed* a =
-        packed_a ? packed_a + (i0 + ir) / MR * MR * steps : reinterpret_cast<const Packed*>(A + (i0 + ir) * lda + p0);
+    const Packed* a = packed_a ? packed_a + ir * steps : reinterpret_cast<const Packed*>(A + (i0 + ir) * lda + p0);
     const auto micro = (packed_a ? family.packed_a : family.direct_a)[rows - 1];
     for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
       const int64_t cols = std::min(NR, j0 + nc - jr);
@@ -101,6 +104,12 @@ WorkSplit split_work(int64_t M, int64_t slivers, int threads) {
   return {chunks_n, chunk_slivers, blocks_m * chunks_n};
 }
 
+// Packed op(B) per K chunk: at most this many bytes, so that a work item, which runs every K block
+// of a chunk against its rows, finds B in the last-level cache. The largest op(B) of the 10.7M
+// recipe's forward and input-gradient products (2.4 MB in float32) is one chunk; a weight
+// gradient (K = tokens) takes many.
+constexpr int64_t kChunkPackedBytes = int64_t{3} << 20;
+
 // One blocked product, as the team shares it.
 template <typename Packed>
 struct BlockedProduct {
@@ -111,45 +120,56 @@ struct BlockedProduct {
   int64_t lda;
   const float* B;  // null when prepacked
   int64_t ldb;
-  const Packed* prepacked;  // every K block of op(B), or null: packed per K block into packed_b
+  const Packed* prepacked;  // every K block of op(B), or null: packed per K chunk into packed_b
   float* C;
   int64_t ldc;
   bool accumulate;
-  Packed* packed_a;  // one K block of A, or null: A read in place
-  Packed* packed_b;
+  bool pack_a;       // else A is read in place
+  Packed* packed_b;  // one K chunk of op(B), when not prepacked
   WorkSplit split;
 };
 
-// This thread's share of K block p0: its contiguous share of the packing, then (once the team has
-// packed) of the work items. No worksharing constructs: the serial case may run inside a caller's
-// parallel loop (attention), where an orphaned `omp for` would bind to the caller's team.
+// This thread's share of K values [p_begin, p_end): its contiguous share of packing the chunk's
+// op(B) (unless prepacked), then (once the team has packed) its work items, each running the
+// chunk's K blocks in order: its rows of A packed per block in the thread's own scratch (or read
+// in place), its tile of C still in cache from one block to the next. No worksharing constructs:
+// the serial case may run inside a caller's parallel loop (attention), where an orphaned `omp for`
+// would bind to the caller's team.
 template <typename Packed>
-void run_k_block(const BlockedProduct<Packed>& p, int64_t p0, int64_t thread, int64_t team) {
+void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end, int64_t thread, int64_t team) {
   const KernelFamily<Packed>& family = p.family;
-  const int64_t MR = family.MR, NR = family.NR;
-  const int64_t kc = std::min(family.kc_values(), p.K - p0), steps = family.steps(kc);
+  const int64_t MR = family.MR, NR = family.NR, block_values = family.kc_values();
   const int64_t slivers = (p.N + NR - 1) / NR;
   const FlushSubnormals flush(family.flush_with_mxcsr);
-  const int64_t pack_b_items = p.prepacked ? 0 : slivers;
-  const int64_t packs = pack_b_items + (p.packed_a ? (p.M + MR - 1) / MR : 0);
-  for (int64_t s = packs * thread / team; s < packs * (thread + 1) / team; ++s) {
-    if (s < pack_b_items) {
-      family.pack_b(NR, p.trans_b, p.B, p.ldb, p0, kc, s * NR, std::min(NR, p.N - s * NR), p.packed_b + s * NR * steps);
-    } else {
-      const int64_t i = (s - pack_b_items) * MR;
-      family.pack_a(MR, p.trans_a, p.A, p.lda, i, std::min(MR, p.M - i), p0, kc, p.packed_a + i * steps);
+  // Where the K block starting at p0 sits in the chunk's packed op(B).
+  const auto chunk_offset = [&](int64_t p0) { return prepacked_block_offset(family, p0 - p_begin, slivers); };
+  const auto block_b = [&](int64_t p0) -> const Packed* {
+    return p.prepacked ? p.prepacked + prepacked_block_offset(family, p0, slivers) : p.packed_b + chunk_offset(p0);
+  };
+  if (!p.prepacked) {
+    const int64_t packs = (p_end - p_begin + block_values - 1) / block_values * slivers;
+    for (int64_t s = packs * thread / team; s < packs * (thread + 1) / team; ++s) {
+      const int64_t p0 = p_begin + s / slivers * block_values, j = s % slivers * NR;
+      const int64_t kc = std::min(block_values, p_end - p0);
+      family.pack_b(NR, p.trans_b, p.B, p.ldb, p0, kc, j, std::min(NR, p.N - j),
+                    p.packed_b + chunk_offset(p0) + j * family.steps(kc));
+    }
+    if (team > 1) {
+#pragma omp barrier
     }
   }
-  if (team > 1) {
-#pragma omp barrier
-  }
-  const Packed* block_b = p.prepacked ? p.prepacked + prepacked_block_offset(family, p0, slivers) : p.packed_b;
+  Packed* a_rows = p.pack_a ? thread_scratch().a.get<Packed>(MC * family.steps(block_values)) : nullptr;
   const WorkSplit& split = p.split;
   for (int64_t item = split.items * thread / team; item < split.items * (thread + 1) / team; ++item) {
     const int64_t i0 = (item / split.chunks_n) * MC, mc = std::min(MC, p.M - i0);
     const int64_t j0 = (item % split.chunks_n) * split.chunk_slivers * NR;
     const int64_t nc = std::min(split.chunk_slivers * NR, p.N - j0);
-    multiply_block(family, p.A, p.lda, p0, p.packed_a, block_b, kc, i0, mc, j0, nc, p.C, p.ldc, p.accumulate || p0 > 0);
+    for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values) {
+      const int64_t kc = std::min(block_values, p_end - p0);
+      if (a_rows) family.pack_a(MR, p.trans_a, p.A, p.lda, i0, mc, p0, kc, a_rows);
+      multiply_block(family, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
+                     p.accumulate || p0 > 0);
+    }
   }
 }
 
@@ -158,12 +178,14 @@ template <typename Packed>
 void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
                   const float* A, int64_t lda, const float* B, int64_t ldb,
                   std::type_identity_t<const Packed*> prepacked, float* C, int64_t ldc, bool accumulate) {
-  const int64_t NR = family.NR, MR = family.MR, slivers = (N + NR - 1) / NR;
-  const bool pack_whole_a = trans_a || !family.reads_a_in_place();
+  const int64_t NR = family.NR, slivers = (N + NR - 1) / NR, block_values = family.kc_values();
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
   const WorkSplit split = split_work(M, slivers, threads);
   const bool parallel = split.items > 1 && M * N * K >= (1 << 18) && threads > 1;
-  const int64_t block_steps = family.steps(std::min(K, family.kc_values()));
+  const int64_t block_bytes = family.steps(std::min(K, block_values)) * slivers * NR * int64_t{sizeof(Packed)};
+  const int64_t blocks = (K + block_values - 1) / block_values;
+  const int64_t chunk_blocks = prepacked ? blocks : std::clamp<int64_t>(kChunkPackedBytes / block_bytes, 1, blocks);
+  const int64_t chunk_values = chunk_blocks * block_values;
   Scratch& scratch = thread_scratch();
   const BlockedProduct<Packed> product{
       .family = family,
@@ -180,17 +202,18 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
       .C = C,
       .ldc = ldc,
       .accumulate = accumulate,
-      .packed_a = pack_whole_a ? scratch.a.get<Packed>((M + MR - 1) / MR * MR * block_steps) : nullptr,
-      .packed_b = prepacked ? nullptr : scratch.b.get<Packed>(slivers * NR * block_steps),
+      .pack_a = trans_a || !family.reads_a_in_place(),
+      .packed_b = prepacked ? nullptr : scratch.b.get<Packed>(chunk_blocks * block_bytes / int64_t{sizeof(Packed)}),
       .split = split};
-  for (int64_t p0 = 0; p0 < K; p0 += family.kc_values()) {
+  for (int64_t p_begin = 0; p_begin < K; p_begin += chunk_values) {
+    const int64_t p_end = std::min(K, p_begin + chunk_values);
     // Small products (attention's, each inside the caller's own parallel loop) skip the cost of
     // opening a parallel region.
     if (parallel) {
 #pragma omp parallel
-      run_k_block(product, p0, omp_get_thread_num(), omp_get_num_threads());
+      run_k_chunk(product, p_begin, p_end, omp_get_thread_num(), omp_get_num_threads());
     } else {
-      run_k_block(product, p0, 0, 1);
+      run_k_chunk(product, p_begin, p_end, 0, 1);
     }
   }
 }
@@ -232,8 +255,9 @@ void prepacked_columns(const KernelFamily<Packed>& family, int64_t M, const floa
     }
     // Row blocks of MC as gemm_blocked makes them, so partial slivers fall where they do there.
     for (int64_t i0 = 0; i0 < M; i0 += MC)
-      multiply_block(family, A, lda, p0, packed_a, packed + prepacked_block_offset(family, p0, slivers), kc, i0,
-                     std::min(MC, M - i0), column_begin, column_end - column_begin, C, ldc, accumulate || p0 > 0);
+      multiply_block(family, A, lda, p0, packed_a ? packed_a + i0 * family.steps(kc) : nullptr,
+                     packed + prepacked_block_offset(family, p0, slivers), kc, i0, std::min(MC, M - i0), column_begin,
+                     column_end - column_begin, C, ldc, accumulate || p0 > 0);
   }
 }
 
