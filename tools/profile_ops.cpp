@@ -3,8 +3,9 @@
 // heads, 4 layers) or, with `big`, of the 10.7M recipe (B=64, T=256, C=384, 6 heads, 6 layers);
 // `bfloat16` rounds the linears' inputs as dtype "bfloat16" does; a number sets how many calls
 // each mean is over (default 50, 3 with `big`); any other word keeps only the rows whose name
-// contains it (e.g. `attention`).
-//   profile_ops [big] [bfloat16] [REPS] [WORD]
+// contains it (e.g. `attention`); kernel=NAME forces that GEMM kernel of the dtype (one of `gpt
+// bench`'s list, e.g. avx512-fma-bf16: how another CPU's choice runs here).
+//   profile_ops [big] [bfloat16] [REPS] [WORD] [kernel=NAME]
 // Built and run by tools/profile_ops.sh; timings are means over repeated calls with warm caches.
 #include <omp.h>
 
@@ -19,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/gemm.h"
 #include "model/gpt.h"
 #include "ops/ops.h"
 #include "train/optimizer.h"
@@ -53,10 +55,13 @@ int main(int argc, char** argv) {
   bool big = false;
   Dtype dtype = Dtype::float32;
   std::string only;
+  const char* kernel = nullptr;
   int reps = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "big") == 0)
       big = true;
+    else if (std::strncmp(argv[i], "kernel=", 7) == 0)
+      kernel = argv[i] + 7;
     else if (std::isdigit(static_cast<unsigned char>(argv[i][0])))
       reps = std::atoi(argv[i]);
     else if (const std::optional<Dtype> parsed = parse_dtype(argv[i]))
@@ -64,6 +69,7 @@ int main(int argc, char** argv) {
     else
       only = argv[i];
   }
+  const ForcedKernelScope forced(dtype, kernel);
   const auto wanted = [&](const std::string& name) { return name.find(only) != std::string::npos; };
   const int64_t B = big ? 64 : 12, T = big ? 256 : 64, C = big ? 384 : 128, H = big ? 6 : 4, L = big ? 6 : 4;
   const int64_t R = B * T, V = 65;
@@ -74,10 +80,11 @@ int main(int argc, char** argv) {
   std::vector<int32_t> targets(R, 3);
   Arena arena(big ? std::size_t{4} << 30 : 256u << 20);
   Graph g(arena);
-  std::printf("%d threads, B %lld, T %lld, C %lld, %lld heads, %lld layers, matrix products %s\n%-30s %10s %14s\n",
-              omp_get_max_threads(), static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(C),
-              static_cast<long long>(H), static_cast<long long>(L), dtype_name(dtype), "op (one layer's shapes)",
-              "fwd ms", "fwd+bwd ms");
+  std::printf(
+      "%d threads, B %lld, T %lld, C %lld, %lld heads, %lld layers, matrix products %s on %s\n%-30s %10s %14s\n",
+      omp_get_max_threads(), static_cast<long long>(B), static_cast<long long>(T), static_cast<long long>(C),
+      static_cast<long long>(H), static_cast<long long>(L), dtype_name(dtype), gemm_kernel_name(dtype),
+      "op (one layer's shapes)", "fwd ms", "fwd+bwd ms");
   auto row = [&](const char* name, const std::function<Tensor()>& op) {
     if (!wanted(name)) return;
     const double fwd = mean_ms(

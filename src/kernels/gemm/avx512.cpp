@@ -3,9 +3,11 @@
 // Sapphire Rapids). One-row products use the AVX2 family's dot products.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "kernels/cpu_features.h"
+#include "kernels/gemm/avx512_packing.h"
 #include "kernels/gemm/kernel_family.h"
 #include "kernels/gemm/packing.h"
 #include "kernels/gemm/row_times_transposed.h"
@@ -50,12 +52,16 @@ constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
 template <bool kRounded>
 GPT_TARGET_AVX512F void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
                                int64_t p0, int64_t kc, float* out) {
-  pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  if (trans_a) return pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  const int64_t steps = kRounded ? (kc + 1) / 2 * 2 : kc;
+  for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps)
+    avx512::pack_float_lines<kRounded>(MR, A + (i0 + ir) * lda, lda, std::min(MR, mc - ir), p0, kc, out);
 }
 template <bool kRounded>
 GPT_TARGET_AVX512F void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                                int64_t cols, float* out) {
-  pack_b_floats<kRounded>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
+  if (!trans_b) return pack_b_floats<kRounded>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
+  avx512::pack_float_lines<kRounded>(NR, B + j * ldb, ldb, cols, p0, kc, out);
 }
 
 bool supported() { return cpu_features().avx512f; }
