@@ -8,7 +8,6 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
-#include "kernels/gemm/avx512_packing.h"
 #include "kernels/gemm/kernel_family.h"
 #include "kernels/gemm/packing.h"
 
@@ -50,15 +49,11 @@ constexpr MicroKernels<uint32_t> kernels(std::index_sequence<R...>) {
 // The pair packing moves 32-bit words: AVX-512F is all it needs.
 __attribute__((target("avx512f"))) void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0,
                                                int64_t mc, int64_t p0, int64_t kc, uint32_t* out) {
-  if (trans_a) return pack_a_bfloat16_pairs(MR, trans_a, A, lda, i0, mc, p0, kc, out);
-  const int64_t steps = (kc + 1) / 2;
-  for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps)
-    avx512::pack_pairs_of_lines(MR, A + (i0 + ir) * lda, lda, std::min(MR, mc - ir), p0, kc, out);
+  pack_a_bfloat16_pairs(MR, trans_a, A, lda, i0, mc, p0, kc, out);
 }
 __attribute__((target("avx512f"))) void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
                                                int64_t kc, int64_t j, int64_t cols, uint32_t* out) {
-  if (!trans_b) return pack_b_bfloat16_pairs(NR, trans_b, B, ldb, p0, kc, j, cols, out);
-  avx512::pack_pairs_of_lines(NR, B + j * ldb, ldb, cols, p0, kc, out);
+  pack_b_bfloat16_pairs(NR, trans_b, B, ldb, p0, kc, j, cols, out);
 }
 
 bool supported() { return cpu_features().avx512bf16; }

@@ -1,9 +1,10 @@
-// AVX-512 packing of lines contiguous in k (A's rows when not transposed, B's columns when
-// transposed: the forms whose portable packing moves one value at a time) for the AVX-512
-// families: 16 lines at a time are read along k, rounded to bfloat16 in vector registers where the
+// The AVX-512 families' float packing of lines contiguous in k (A's rows when not transposed, B's
+// columns when transposed: the forms whose portable packing moves one value at a time across
+// lines): 16 lines at a time are read along k, rounded to bfloat16 in vector registers where the
 // family needs it, and transposed in registers into the sliver's k steps. The same values as
-// kernels/gemm/packing.h's loops (tests compare every kernel with the portable one), a fraction of
-// the time: packing A is a tenth of a bfloat16 product.
+// kernels/gemm/packing.h's loops (tests compare every kernel with the portable one). (The same
+// approach for avx512-bf16's pair packing measured no faster than the compiler's code for its
+// loops on Zen 5: reading A from memory is what that packing waits for.)
 #pragma once
 
 #include <immintrin.h>
@@ -35,19 +36,6 @@ inline __mmask16 first_lanes(int64_t n) {
   return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << std::max<int64_t>(n, 0)) - 1);
 }
 
-// 8 pairs of rounded bits as words: a 64-bit lane holds a pair, first (k) in its low half, second
-// in its high half; the word takes first's bfloat16 bits high and second's low (bfloat16_pair).
-GPT_AVX512_PACKING __m256i pair_words(__m512i lanes) {
-  return _mm512_cvtepi64_epi32(_mm512_or_si512(lanes, _mm512_srli_epi64(lanes, 48)));
-}
-
-// The pairs of 32 consecutive floats (`count` of them read, the rest zero) as bfloat16_pair words.
-GPT_AVX512_PACKING __m512i bfloat16_pairs(const float* x, int64_t count) {
-  const __m512i low = rounded_bfloat16_bits(_mm512_maskz_loadu_ps(first_lanes(count), x));
-  const __m512i high = rounded_bfloat16_bits(_mm512_maskz_loadu_ps(first_lanes(count - 16), x + 16));
-  return _mm512_inserti64x4(_mm512_castsi256_si512(pair_words(low)), pair_words(high), 1);
-}
-
 // Transposes 16 x 16 words in place: w[i] lane j becomes w[j] lane i.
 GPT_AVX512_PACKING void transpose_16x16(__m512i w[16]) {
   __m512i t[16];
@@ -75,33 +63,12 @@ GPT_AVX512_PACKING void transpose_16x16(__m512i w[16]) {
   }
 }
 
-// The pair packing of lines contiguous in k (A's rows when not transposed, B's columns when
-// transposed) into one sliver of `width` lines, lines past `lines` zero: 16 pairs of 16 lines at a
-// time, converted along the lines and transposed in registers into 16 steps.
-GPT_AVX512_PACKING void pack_pairs_of_lines(int64_t width, const float* first_line, int64_t ld,
-                                                            int64_t lines, int64_t p0, int64_t kc, uint32_t* out) {
-  const int64_t steps = (kc + 1) / 2;
-  for (int64_t l0 = 0; l0 < width; l0 += 16) {
-    const __mmask16 group = first_lanes(width - l0);
-    for (int64_t s0 = 0; s0 < steps; s0 += 16) {
-      __m512i w[16];
-      for (int64_t l = 0; l < 16; ++l)
-        w[l] = l0 + l < lines ? bfloat16_pairs(first_line + (l0 + l) * ld + p0 + 2 * s0, kc - 2 * s0)
-                              : _mm512_setzero_si512();
-      transpose_16x16(w);
-      for (int64_t s = 0; s < std::min<int64_t>(16, steps - s0); ++s)
-        _mm512_mask_storeu_epi32(out + (s0 + s) * width + l0, group, w[s]);
-    }
-  }
-}
-
-
 // The float packing of lines contiguous in k into one sliver of `width` lines, lines past `lines`
 // zero: 16 values of 16 lines at a time, transposed into 16 steps. kRounded: rounded to bfloat16
 // (kept as float32) and k padded with a zero to an even count (packing.h's pack_a_floats).
 template <bool kRounded>
-GPT_AVX512_PACKING void pack_float_lines(int64_t width, const float* first_line, int64_t ld, int64_t lines,
-                                         int64_t p0, int64_t kc, float* out) {
+GPT_AVX512_PACKING void pack_float_lines(int64_t width, const float* first_line, int64_t ld, int64_t lines, int64_t p0,
+                                         int64_t kc, float* out) {
   const int64_t steps = kRounded ? (kc + 1) / 2 * 2 : kc;
   for (int64_t l0 = 0; l0 < width; l0 += 16) {
     const __mmask16 group = first_lanes(width - l0);
