@@ -9,6 +9,7 @@
 #include "attention_reference.h"
 #include "gradcheck.h"
 #include "ops/ops.h"
+#include "same_bits.h"
 #include "thread_count.h"
 
 namespace gpt {
@@ -125,29 +126,38 @@ TEST(FusedAttention, GroupedQueryMatchesRepeatedKvHeads) {
 }
 
 // Forward packs a kv head once for the consecutive query heads of its group that one thread runs:
-// team sizes that split groups between threads (and the group boundary inside one thread's share)
-// must still give every head its own kv head's values, the same bits on any thread count.
+// team sizes that split groups between threads, put a group boundary inside one thread's share, or
+// give one thread the same kv head of two batch rows must still give every head its own batch
+// row's kv head, the same bits on any thread count.
 TEST(FusedAttention, GroupedQueryGivesTheSameBitsOnAnyThreadCount) {
-  const int64_t B = 1, T = 70, C = 24;
-  const int n_head = 6, n_kv_head = 2;
-  Rng rng(23);
-  OwnedTensor qkv(Shape{B, T, C + 2 * C / n_head * n_kv_head}, rng), upstream(Shape{B, T, C}, rng);
-  auto run = [&](int threads) {
-    Arena arena;
-    Graph g(arena);
-    Rng dropout_rng(4);
-    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
-    return testing::on_threads(threads, [&] {
-      Tensor out = causal_self_attention(g, qkv.view(), n_head, 0.1f, dropout_rng, true, n_kv_head);
-      std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
-      g.run_backward();
-      std::vector<float> values(out.data, out.data + out.numel());
-      values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
-      return values;
-    });
+  struct Heads {
+    int64_t B;
+    int n_head, n_kv_head;
   };
-  const std::vector<float> reference = run(1);
-  for (int threads : {2, 4, 5}) EXPECT_EQ(run(threads), reference) << threads << " threads";
+  for (const Heads heads : {Heads{1, 6, 2}, Heads{2, 3, 1}}) {
+    const int64_t T = 70, C = 24;
+    Rng rng(23);
+    OwnedTensor qkv(Shape{heads.B, T, C + 2 * C / heads.n_head * heads.n_kv_head}, rng),
+        upstream(Shape{heads.B, T, C}, rng);
+    auto run = [&](int threads) {
+      Arena arena;
+      Graph g(arena);
+      Rng dropout_rng(4);
+      std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+      return testing::on_threads(threads, [&] {
+        Tensor out = causal_self_attention(g, qkv.view(), heads.n_head, 0.1f, dropout_rng, true, heads.n_kv_head);
+        std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+        g.run_backward();
+        std::vector<float> values(out.data, out.data + out.numel());
+        values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
+        return values;
+      });
+    };
+    const std::vector<float> reference = run(1);
+    for (int threads : {2, 3, 4, 5})
+      EXPECT_TRUE(testing::same_bits(run(threads), reference))
+          << threads << " threads, B " << heads.B << ", " << heads.n_head << " heads, " << heads.n_kv_head << " kv";
+  }
 }
 
 TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {

@@ -2,8 +2,9 @@
 // transpose forms, with and without accumulation; every kernel this CPU can run against every
 // other bit for bit (float32 and bfloat16; gemm, prepacked and column-split products, the one-row
 // path); thread-count independence; kernels forced per thread, and products on two threads at
-// once. For bfloat16 inputs also a reference of the rounded inputs and the emulation of VDPBF16PS
-// against the instruction.
+// once; products of many K chunks against one; special values through every bfloat16 packing. For
+// bfloat16 inputs also a reference of the rounded inputs and the emulation of VDPBF16PS against the
+// instruction.
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -254,25 +255,29 @@ TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemmOnEveryKernel) {
 }
 
 // A product whose packed op(B) is larger than one K chunk (3 MB) runs chunk after chunk; narrow
-// column shares of it fit one chunk. Every element's sum must be the same either way.
+// column shares of it fit one chunk. Every element's sum must be the same either way, on every
+// kernel of both bfloat16 arithmetics (the tile families pad k to 16 pairs).
 TEST(Gemm, ProductsOfManyKChunksGiveTheBitsOfOne) {
-  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16}) {
-    const Case c{20, 1000, inputs == Dtype::float32 ? 1100 : 2100};
+  const auto expect_chunks_give_one = [](Dtype inputs, const char* kernel) {
+    const ForcedKernelScope forced(inputs, kernel);
+    const Case c{13, 1000, inputs == Dtype::float32 ? 900 : 1700};
     auto A = random_vector(c.M * c.K, 51), B = random_vector(c.K * c.N, 52), C0 = random_vector(c.M * c.N, 53);
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb)
-        for (int acc = 0; acc < 2; ++acc) {
-          const std::vector<float> whole = run(ta, tb, c, A, B, C0, acc, inputs);
-          std::vector<float> shares = C0;
-          constexpr int64_t kShare = 96;
-          for (int64_t j = 0; j < c.N; j += kShare) {
-            const float* b = tb ? B.data() + j * c.K : B.data() + j;
-            gemm(ta, tb, c.M, std::min(kShare, c.N - j), c.K, A.data(), ta ? c.M : c.K, b, tb ? c.K : c.N,
-                 shares.data() + j, c.N, acc, inputs);
-          }
-          ASSERT_TRUE(same_bits(shares, whole)) << describe(gemm_kernel_name(inputs), c, ta, tb, acc);
-        }
-  }
+    for (const int transposed : {0, 1}) {  // both storage orders of both operands, overwriting or accumulating
+      const bool ta = transposed, tb = transposed, acc = transposed;
+      const std::vector<float> whole = run(ta, tb, c, A, B, C0, acc, inputs);
+      std::vector<float> shares = C0;
+      constexpr int64_t kShare = 96;
+      for (int64_t j = 0; j < c.N; j += kShare) {
+        const float* b = tb ? B.data() + j * c.K : B.data() + j;
+        gemm(ta, tb, c.M, std::min(kShare, c.N - j), c.K, A.data(), ta ? c.M : c.K, b, tb ? c.K : c.N,
+             shares.data() + j, c.N, acc, inputs);
+      }
+      ASSERT_TRUE(same_bits(shares, whole)) << describe(kernel, c, ta, tb, acc);
+    }
+  };
+  for (const char* kernel : gemm_kernels(Dtype::float32)) expect_chunks_give_one(Dtype::float32, kernel);
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    for (const char* kernel : bfloat16_kernels(arithmetic)) expect_chunks_give_one(Dtype::bfloat16, kernel);
 }
 
 TEST(Gemm, ResultDoesNotDependOnThreadCountOnEveryKernel) {
@@ -456,42 +461,43 @@ TEST(GemmBfloat16, EveryKernelGivesTheSameBits) {
 // Rounding special values while packing: a signalling NaN (quieted, not turned into infinity),
 // a NaN with a payload, infinities, and the largest float (rounds up to infinity), in A's rows or
 // in B's columns (one operand at a time, so that no output meets two NaNs, whose order would pick
-// the payload), in every storage order.
+// the payload), in every storage order, K odd; every kernel of both arithmetics against its
+// arithmetic's portable one.
 TEST(GemmBfloat16, EveryKernelRoundsSpecialValuesAlike) {
-  const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
   const float specials[] = {from_bits(0x7f800001u), from_bits(0xffc12345u), INFINITY, -INFINITY, FLT_MAX};
-  const Case c{19, 40, 70};
+  const Case c{19, 40, 71};
   const std::vector<float> C0(c.M * c.N, 0.0f);
-  const std::vector<const char*> kernels = gemm_kernels(Dtype::bfloat16);
-  for (const bool in_a : {true, false}) {
-    auto A = random_vector(c.M * c.K, 41), B = random_vector(c.K * c.N, 42);  // A [M, K], B [K, N]
-    for (int64_t s = 0; s < 5; ++s) {
-      if (in_a)
-        A[(2 + 3 * s) * c.K + 7 * s + 1] = specials[s];  // row 2 + 3 s
-      else
-        B[(9 * s + 5) * c.N + 3 + 7 * s] = specials[s];  // column 3 + 7 s
-    }
-    for (int ta = 0; ta < 2; ++ta)
-      for (int tb = 0; tb < 2; ++tb) {
-        std::vector<float> a = A, b = B;  // the same values in the storage order of ta, tb
-        if (ta)
-          for (int64_t i = 0; i < c.M; ++i)
-            for (int64_t k = 0; k < c.K; ++k) a[k * c.M + i] = A[i * c.K + k];
-        if (tb)
-          for (int64_t k = 0; k < c.K; ++k)
-            for (int64_t j = 0; j < c.N; ++j) b[j * c.K + k] = B[k * c.N + j];
-        const std::vector<float> reference = [&] {
-          const ForcedKernelScope portable(Dtype::bfloat16, kernels.back());
-          return run(ta, tb, c, a, b, C0, false, Dtype::bfloat16);
-        }();
-        EXPECT_TRUE(std::isnan(reference[in_a ? 2 * c.N : 3])) << "the NaN's row or column stays NaN";
-        for (const char* kernel : kernels) {
-          const ForcedKernelScope forced(Dtype::bfloat16, kernel);
-          EXPECT_TRUE(same_bits(run(ta, tb, c, a, b, C0, false, Dtype::bfloat16), reference))
-              << describe(kernel, c, ta, tb, 0) << (in_a ? " specials in A" : " specials in B");
-        }
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    for (const bool in_a : {true, false}) {
+      const std::vector<const char*> kernels = bfloat16_kernels(arithmetic);
+      auto A = random_vector(c.M * c.K, 41), B = random_vector(c.K * c.N, 42);  // A [M, K], B [K, N]
+      for (int64_t s = 0; s < 5; ++s) {
+        if (in_a)
+          A[(2 + 3 * s) * c.K + 7 * s + 1] = specials[s];  // row 2 + 3 s
+        else
+          B[(9 * s + 5) * c.N + 3 + 7 * s] = specials[s];  // column 3 + 7 s
       }
-  }
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb) {
+          std::vector<float> a = A, b = B;  // the same values in the storage order of ta, tb
+          if (ta)
+            for (int64_t i = 0; i < c.M; ++i)
+              for (int64_t k = 0; k < c.K; ++k) a[k * c.M + i] = A[i * c.K + k];
+          if (tb)
+            for (int64_t k = 0; k < c.K; ++k)
+              for (int64_t j = 0; j < c.N; ++j) b[j * c.K + k] = B[k * c.N + j];
+          const std::vector<float> reference = [&] {
+            const ForcedKernelScope portable(Dtype::bfloat16, kernels.back());
+            return run(ta, tb, c, a, b, C0, false, Dtype::bfloat16);
+          }();
+          EXPECT_TRUE(std::isnan(reference[in_a ? 2 * c.N : 3])) << "the NaN's row or column stays NaN";
+          for (const char* kernel : kernels) {
+            const ForcedKernelScope forced(Dtype::bfloat16, kernel);
+            EXPECT_TRUE(same_bits(run(ta, tb, c, a, b, C0, false, Dtype::bfloat16), reference))
+                << describe(kernel, c, ta, tb, 0) << (in_a ? " specials in A" : " specials in B");
+          }
+        }
+    }
 }
 
 TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {

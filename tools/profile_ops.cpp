@@ -4,7 +4,8 @@
 // `bfloat16` rounds the linears' inputs as dtype "bfloat16" does; a number sets how many calls
 // each mean is over (default 50, 3 with `big`); any other word keeps only the rows whose name
 // contains it (e.g. `attention`); kernel=NAME forces that GEMM kernel of the dtype (one of `gpt
-// bench`'s list, e.g. avx512-fma-bf16: how another CPU's choice runs here).
+// bench`'s list, e.g. avx512-fma-bf16: how another CPU's choice runs here) for the products this
+// thread calls; attention's products run on its own worker threads with their automatic kernel.
 //   profile_ops [big] [bfloat16] [REPS] [WORD] [kernel=NAME]
 // Built and run by tools/profile_ops.sh; timings are means over repeated calls with warm caches.
 #include <omp.h>

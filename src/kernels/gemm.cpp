@@ -42,8 +42,8 @@ struct GrowableBuffer {
 };
 
 // A thread's packed operands: the K chunk of op(B) of the product it calls, shared with its team,
-// and the rows of A its own work items pack. A product inside an enclosing parallel region
-// (attention's) has its own thread's.
+// and the rows of A its own work items pack (all M rows of a K block for a prepacked column
+// share). A product inside an enclosing parallel region (attention's) has its own thread's.
 struct Scratch {
   GrowableBuffer a, b;
 };
@@ -104,10 +104,10 @@ WorkSplit split_work(int64_t M, int64_t slivers, int threads) {
   return {chunks_n, chunk_slivers, blocks_m * chunks_n};
 }
 
-// Packed op(B) per K chunk: at most this many bytes, so that a work item, which runs every K block
-// of a chunk against its rows, finds B in the last-level cache. The largest op(B) of the 10.7M
-// recipe's forward and input-gradient products (2.4 MB in float32) is one chunk; a weight
-// gradient (K = tokens) takes many.
+// Packed op(B) per K chunk: at most this many bytes (or one K block, when a block alone is
+// larger), so that a work item, which runs every K block of a chunk against its rows, finds B in
+// the last-level cache. The largest op(B) of the 10.7M recipe's forward and input-gradient
+// products (2.4 MB in float32) is one chunk; a weight gradient (K = tokens) takes many.
 constexpr int64_t kChunkPackedBytes = int64_t{3} << 20;
 
 // One blocked product, as the team shares it.

@@ -2,9 +2,9 @@
 // columns when transposed: the forms whose portable packing moves one value at a time across
 // lines): 16 lines at a time are read along k, rounded to bfloat16 in vector registers where the
 // family needs it, and transposed in registers into the sliver's k steps. The same values as
-// kernels/gemm/packing.h's loops (tests compare every kernel with the portable one). (The same
-// approach for avx512-bf16's pair packing measured no faster than the compiler's code for its
-// loops on Zen 5: reading A from memory is what that packing waits for.)
+// kernels/gemm/packing.h's loops (tests compare every kernel with the portable one). The pair
+// packing of avx512-bf16 keeps packing.h's loops: their compiled code already waits on reading A,
+// not on moving values (docs/benchmarks.md, GEMM schedule).
 #pragma once
 
 #include <immintrin.h>
