@@ -12,6 +12,8 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/gemm/packing.h"
+
 #define GPT_AVX512_PACKING __attribute__((target("avx512f"))) inline
 
 namespace gpt::gemm_detail::avx512 {
@@ -65,11 +67,11 @@ GPT_AVX512_PACKING void transpose_16x16(__m512i w[16]) {
 
 // The float packing of lines contiguous in k into one sliver of `width` lines, lines past `lines`
 // zero: 16 values of 16 lines at a time, transposed into 16 steps. kRounded: rounded to bfloat16
-// (kept as float32) and k padded with a zero to an even count (packing.h's pack_a_floats).
+// (kept as float32), k padded as float_steps says (packing.h's pack_a_floats).
 template <bool kRounded>
 GPT_AVX512_PACKING void pack_float_lines(int64_t width, const float* first_line, int64_t ld, int64_t lines, int64_t p0,
                                          int64_t kc, float* out) {
-  const int64_t steps = kRounded ? (kc + 1) / 2 * 2 : kc;
+  const int64_t steps = float_steps<kRounded>(kc);
   for (int64_t l0 = 0; l0 < width; l0 += 16) {
     const __mmask16 group = first_lanes(width - l0);
     for (int64_t k0 = 0; k0 < steps; k0 += 16) {

@@ -13,6 +13,13 @@
 
 namespace gpt::gemm_detail {
 
+// The k steps of a float sliver for kc values: kc, or kc padded with a zero to an even count when
+// rounded to bfloat16 (the pairs VDPBF16PS takes).
+template <bool kRounded>
+constexpr int64_t float_steps(int64_t kc) {
+  return kRounded ? (kc + 1) / 2 * 2 : kc;
+}
+
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers: for each k, MR consecutive values.
 // Rows past mc are zero so the micro-kernel never branches on edges. kRounded: the values are
 // rounded to bfloat16 (kept as float32) and k is padded with zeros to an even count, the steps
@@ -21,7 +28,7 @@ template <bool kRounded>
 GPT_ALWAYS_INLINE void pack_a_floats(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
                                      int64_t p0, int64_t kc, float* out) {
   const auto value = [](float x) { return kRounded ? round_through_bfloat16(x) : x; };
-  const int64_t steps = kRounded ? (kc + 1) / 2 * 2 : kc;
+  const int64_t steps = float_steps<kRounded>(kc);
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
     const int64_t rows = std::min(MR, mc - ir);
     if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
