@@ -34,8 +34,9 @@ struct AttentionDims {
   int64_t B, T, C, H, KV, hs;  // C = H hs: the output width
   int64_t width;               // of a q|k|v row: (H + 2 KV) hs
   int64_t group() const { return H / KV; }
-  int64_t k_offset(int64_t h) const { return C + h / group() * hs; }  // of query head h's keys
-  int64_t v_offset(int64_t h) const { return C + KV * hs + h / group() * hs; }
+  int64_t kv_head(int64_t h) const { return h / group(); }           // the kv head query head h reads
+  int64_t k_offset(int64_t h) const { return C + kv_head(h) * hs; }  // of query head h's keys
+  int64_t v_offset(int64_t h) const { return C + KV * hs + kv_head(h) * hs; }
   int threads;  // the team size forward and backward both run with: the scratch has one part per thread
 };
 
@@ -130,7 +131,7 @@ void attention_forward(const AttentionDims& d, const float* qkv, float* out, con
       const int64_t b = bh / d.H, h = bh % d.H;
       HeadPacks& keys = thread_packs(0);
       HeadPacks& values = thread_packs(1);
-      if (const int64_t kv = b * d.KV + h / d.group(); kv != packed_kv) {
+      if (const int64_t kv = b * d.KV + d.kv_head(h); kv != packed_kv) {
         pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
         pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
         packed_kv = kv;
