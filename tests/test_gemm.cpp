@@ -191,6 +191,42 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
   expect_every_kernel_gives_the_same_bits(Dtype::float32, kOddShapes, 1.0f);
 }
 
+// A matrix stored transposed is the same matrix: a kernel reads op(A) in place in either storage
+// order (float32: ARead::rows or ARead::columns) or packs it, and every element's sum runs in the
+// same k order, so storing either operand transposed, or with a wider leading dimension
+// (attention's blocks), changes no bit. M = 1 is left out: its A B^T takes the one-row path.
+TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
+  const auto transposed = [](const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
+    std::vector<float> t(cols * ld, std::nanf(""));
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < cols; ++j) t[j * ld + i] = m[i * cols + j];
+    return t;
+  };
+  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16})
+    for (const char* kernel : gemm_kernels(inputs))
+      for (const Case& c : kOddShapes) {
+        if (c.M == 1) continue;
+        const ForcedKernelScope forced(inputs, kernel);
+        const auto A = random_vector(c.M * c.K, 61), B = random_vector(c.K * c.N, 62),
+                   C0 = random_vector(c.M * c.N, 63);
+        const auto At = transposed(A, c.M, c.K, c.M), Bt = transposed(B, c.K, c.N, c.K);
+        for (int acc = 0; acc < 2; ++acc) {
+          const auto reference = run(false, false, c, A, B, C0, acc, inputs);
+          EXPECT_TRUE(same_bits(run(true, false, c, At, B, C0, acc, inputs), reference))
+              << describe(kernel, c, 1, 0, acc);
+          EXPECT_TRUE(same_bits(run(false, true, c, A, Bt, C0, acc, inputs), reference))
+              << describe(kernel, c, 0, 1, acc);
+          EXPECT_TRUE(same_bits(run(true, true, c, At, Bt, C0, acc, inputs), reference))
+              << describe(kernel, c, 1, 1, acc);
+          const int64_t wide = c.M + 7;
+          const auto At_wide = transposed(A, c.M, c.K, wide);
+          std::vector<float> C = C0;
+          gemm(true, false, c.M, c.N, c.K, At_wide.data(), wide, B.data(), c.N, C.data(), c.N, acc, inputs);
+          EXPECT_TRUE(same_bits(C, reference)) << describe(kernel, c, 1, 0, acc) << " lda " << wide;
+        }
+      }
+}
+
 // A PackedMatrix product, whole and in column shares, has gemm()'s bits (the portable kernel's),
 // under every kernel of `inputs`; the matrix keeps the kernel it was packed for when another one is
 // forced later.

@@ -53,20 +53,22 @@ Scratch& thread_scratch() {
 }
 
 // Runs the micro-kernels of rows [i0, i0+mc) x columns [j0, j0+nc) against the packed B (slivers
-// of NR columns, each `steps` x NR). A non-transposed float32 A is read in place (packed_a null);
-// otherwise packed_a holds rows i0 .. i0+mc of this K block (MR-row slivers, each `steps` x MR).
-// The last sliver runs the kernel for just its rows; a ragged last column sliver runs on a local
-// tile.
+// of NR columns, each `steps` x NR). packed_a holds rows i0 .. i0+mc of this K block (MR-row
+// slivers, each `steps` x MR), or is null: op(A) is then read in place (float32 families), from
+// A or, when trans_a, from A^T. The last sliver runs the kernel for just its rows; a ragged last
+// column sliver runs on a local tile.
 template <typename Packed>
-void multiply_block(const KernelFamily<Packed>& family, const float* A, int64_t lda, int64_t p0, const Packed* packed_a,
-                    const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0, int64_t nc, float* C,
-                    int64_t ldc, bool load_c) {
+void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const float* A, int64_t lda, int64_t p0,
+                    const Packed* packed_a, const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0,
+                    int64_t nc, float* C, int64_t ldc, bool load_c) {
   const int64_t MR = family.MR, NR = family.NR, steps = family.steps(kc);
+  const auto& in_place = trans_a ? family.columns_a : family.direct_a;
   alignas(64) float edge[gemm_detail::kMaxTile];
   for (int64_t ir = 0; ir < mc; ir += MR) {
     const int64_t rows = std::min(MR, mc - ir);
-    const Packed* a = packed_a ? packed_a + ir * steps : reinterpret_cast<const Packed*>(A + (i0 + ir) * lda + p0);
-    const auto micro = (packed_a ? family.packed_a : family.direct_a)[rows - 1];
+    const float* a_in_place = trans_a ? A + p0 * lda + (i0 + ir) : A + (i0 + ir) * lda + p0;
+    const Packed* a = packed_a ? packed_a + ir * steps : reinterpret_cast<const Packed*>(a_in_place);
+    const auto micro = (packed_a ? family.packed_a : in_place)[rows - 1];
     for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
       const int64_t cols = std::min(NR, j0 + nc - jr);
       const Packed* b = packed_b + (jr / NR) * NR * steps;
@@ -167,7 +169,7 @@ void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end
     for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values) {
       const int64_t kc = std::min(block_values, p_end - p0);
       if (a_rows) family.pack_a(MR, p.trans_a, p.A, p.lda, i0, mc, p0, kc, a_rows);
-      multiply_block(family, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
+      multiply_block(family, p.trans_a, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
                      p.accumulate || p0 > 0);
     }
   }
@@ -202,7 +204,7 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
       .C = C,
       .ldc = ldc,
       .accumulate = accumulate,
-      .pack_a = trans_a || !family.reads_a_in_place(),
+      .pack_a = trans_a ? !family.reads_transposed_a_in_place() : !family.reads_a_in_place(),
       .packed_b = prepacked ? nullptr : scratch.b.get<Packed>(chunk_blocks * block_bytes / int64_t{sizeof(Packed)}),
       .split = split};
   for (int64_t p_begin = 0; p_begin < K; p_begin += chunk_values) {
@@ -255,7 +257,7 @@ void prepacked_columns(const KernelFamily<Packed>& family, int64_t M, const floa
     }
     // Row blocks of MC as gemm_blocked makes them, so partial slivers fall where they do there.
     for (int64_t i0 = 0; i0 < M; i0 += MC)
-      multiply_block(family, A, lda, p0, packed_a ? packed_a + i0 * family.steps(kc) : nullptr,
+      multiply_block(family, false, A, lda, p0, packed_a ? packed_a + i0 * family.steps(kc) : nullptr,
                      packed + prepacked_block_offset(family, p0, slivers), kc, i0, std::min(MC, M - i0), column_begin,
                      column_end - column_begin, C, ldc, accumulate || p0 > 0);
   }

@@ -2,8 +2,9 @@
 //   C[M,N] = op(A) op(B)          (accumulate = false)
 //   C[M,N] += op(A) op(B)         (accumulate = true)
 // op(A) is A stored [M,K] (trans_a = false) or A^T with A stored [K,M]; op(B) likewise with B
-// stored [K,N] or [N,K]. Leading dimensions are in floats. Transposes are handled while packing,
-// never materialised.
+// stored [K,N] or [N,K]. Leading dimensions are in floats. Transposes are never materialised:
+// float32 micro-kernels read op(A) in place in either storage order, and op(B) and bfloat16
+// operands are transposed while they are packed.
 // Results do not depend on the thread count or the code path: every C element is summed in the
 // same k order by exactly one thread, with a fused multiply-add per term, both in the AVX2+FMA
 // micro-kernel (or AVX-512's) and in the portable one (std::fma), so all paths are bit-identical.

@@ -113,6 +113,7 @@ constinit const KernelFamily<uint32_t> kAmxBf16{
     .vector_width = 16,
     .packed_a = amx::kernels<HardwareTiles>(std::make_index_sequence<kMR>()),
     .direct_a = {},
+    .columns_a = {},
     .pack_a = amx::pack_a,
     .pack_b = amx::pack_b,
     .bfloat16_steps = true,

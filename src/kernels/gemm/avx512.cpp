@@ -20,7 +20,7 @@ namespace {
 
 constexpr int64_t kMR = 12, kNR = 32;
 
-template <int kRows, bool kDirectA>
+template <int kRows, ARead kRead>
 GPT_TARGET_AVX512F void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,
                                      bool load_c) {
   __m512 acc[kRows][2];
@@ -32,7 +32,7 @@ GPT_TARGET_AVX512F void micro_kernel(int64_t kc, const float* a, int64_t lda, co
     const __m512 b0 = _mm512_load_ps(b);
     const __m512 b1 = _mm512_load_ps(b + 16);
     for (int r = 0; r < kRows; ++r) {
-      const __m512 ar = _mm512_set1_ps(kDirectA ? a[r * lda + k] : a[k * kMR + r]);
+      const __m512 ar = _mm512_set1_ps(a[a_index<kRead, kMR>(lda, r, k)]);
       acc[r][0] = _mm512_fmadd_ps(ar, b0, acc[r][0]);
       acc[r][1] = _mm512_fmadd_ps(ar, b1, acc[r][1]);
     }
@@ -44,9 +44,9 @@ GPT_TARGET_AVX512F void micro_kernel(int64_t kc, const float* a, int64_t lda, co
   }
 }
 
-template <bool kDirectA, std::size_t... R>
+template <ARead kRead, std::size_t... R>
 constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
-  return {&micro_kernel<static_cast<int>(R) + 1, kDirectA>...};
+  return {&micro_kernel<static_cast<int>(R) + 1, kRead>...};
 }
 
 template <bool kRounded>
@@ -73,8 +73,9 @@ constinit const KernelFamily<float> kAvx512{.name = "avx512",
                                             .MR = kMR,
                                             .NR = kNR,
                                             .vector_width = 16,
-                                            .packed_a = kernels<false>(std::make_index_sequence<kMR>()),
-                                            .direct_a = kernels<true>(std::make_index_sequence<kMR>()),
+                                            .packed_a = kernels<ARead::packed>(std::make_index_sequence<kMR>()),
+                                            .direct_a = kernels<ARead::rows>(std::make_index_sequence<kMR>()),
+                                            .columns_a = kernels<ARead::columns>(std::make_index_sequence<kMR>()),
                                             .pack_a = pack_a<false>,
                                             .pack_b = pack_b<false>,
                                             .row_dots = row_dots_avx2};
@@ -84,8 +85,9 @@ constinit const KernelFamily<float> kAvx512Rounded{.name = "avx512-fma-bf16",
                                                    .MR = kMR,
                                                    .NR = kNR,
                                                    .vector_width = 16,
-                                                   .packed_a = kernels<false>(std::make_index_sequence<kMR>()),
+                                                   .packed_a = kernels<ARead::packed>(std::make_index_sequence<kMR>()),
                                                    .direct_a = {},
+                                                   .columns_a = {},
                                                    .pack_a = pack_a<true>,
                                                    .pack_b = pack_b<true>,
                                                    .bfloat16_steps = true,

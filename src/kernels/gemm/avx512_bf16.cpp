@@ -67,6 +67,7 @@ constinit const KernelFamily<uint32_t> kAvx512Bf16{.name = kVdpbf16psKernel,
                                                    .vector_width = 16,
                                                    .packed_a = kernels(std::make_index_sequence<kMR>()),
                                                    .direct_a = {},
+                                                   .columns_a = {},
                                                    .pack_a = pack_a,
                                                    .pack_b = pack_b,
                                                    .bfloat16_steps = true};

@@ -7,8 +7,8 @@
 // Every micro-kernel computes c[rows x NR] (row stride ldc) = (load_c ? c : 0) + sum_k a[k] b[k]
 // with one fused multiply-add per term in k order, so all of them round identically; the AMX
 // families sum in the tile instruction's order instead (kernels/gemm.h, Bf16Arithmetic). A is read
-// packed (a[k * MR + r]) or, where the family has direct_a kernels, straight from a row-major
-// matrix (a[r * lda + k]: no packing for the non-transposed case). B is always packed.
+// packed or, where the family has the kernels for it, in place from the stored matrix (ARead).
+// B is always packed.
 #pragma once
 
 #include <array>
@@ -28,6 +28,18 @@ inline constexpr int64_t KC = 256;
 inline constexpr int64_t MC = 48;  // a multiple of every family's MR
 inline constexpr int64_t kMaxMR = 16;
 inline constexpr int64_t kMaxTile = 16 * 64;  // MR x NR of the largest register or tile block
+
+// Where a micro-kernel finds a[r][k], row r of its tile at step k: packed in MR-row slivers, or in
+// place in the stored row-major A (leading dimension lda), as op(A) = A (`rows`: each tile row
+// contiguous in k) or op(A) = A^T (`columns`: the tile's rows side by side in one stored row per k,
+// so a transposed operand needs no packing either).
+enum class ARead { packed, rows, columns };
+template <ARead kRead, int64_t kMR>
+constexpr int64_t a_index(int64_t lda, int64_t r, int64_t k) {
+  if constexpr (kRead == ARead::packed) return k * kMR + r;
+  if constexpr (kRead == ARead::rows) return r * lda + k;
+  return k * lda + r;
+}
 
 template <typename Packed>
 using MicroKernel = void (*)(int64_t steps, const Packed* a, int64_t lda, const Packed* b, float* c, int64_t ldc,
@@ -56,7 +68,8 @@ struct KernelFamily {
   int64_t MR, NR;
   int vector_width;  // in floats (1: portable)
   MicroKernels<Packed> packed_a;
-  MicroKernels<Packed> direct_a;  // empty when A must always be packed
+  MicroKernels<Packed> direct_a;   // ARead::rows; empty when A must always be packed
+  MicroKernels<Packed> columns_a;  // ARead::columns; empty when a transposed A must be packed
   PackA<Packed> pack_a;
   PackB<Packed> pack_b;
   RowDots row_dots = nullptr;  // float32 families: the dot products of a one-row product
@@ -77,6 +90,7 @@ struct KernelFamily {
   // Values of k per K block: KC steps.
   int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
   bool reads_a_in_place() const { return direct_a[0] != nullptr; }
+  bool reads_transposed_a_in_place() const { return columns_a[0] != nullptr; }
 };
 
 // The families (each defined in its own file). The float32 ones multiply float32 inputs; the

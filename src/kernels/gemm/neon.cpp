@@ -19,7 +19,7 @@ namespace {
 
 constexpr int64_t kMR = 6, kNR = 16;
 
-template <int kRows, bool kDirectA>
+template <int kRows, ARead kRead>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool load_c) {
   float32x4_t acc[kRows][4];
   for (int r = 0; r < kRows; ++r)
@@ -27,7 +27,7 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
   for (int64_t k = 0; k < kc; ++k) {
     const float32x4_t b0 = vld1q_f32(b), b1 = vld1q_f32(b + 4), b2 = vld1q_f32(b + 8), b3 = vld1q_f32(b + 12);
     for (int r = 0; r < kRows; ++r) {
-      const float32x4_t ar = vdupq_n_f32(kDirectA ? a[r * lda + k] : a[k * kMR + r]);
+      const float32x4_t ar = vdupq_n_f32(a[a_index<kRead, kMR>(lda, r, k)]);
       acc[r][0] = vfmaq_f32(acc[r][0], ar, b0);
       acc[r][1] = vfmaq_f32(acc[r][1], ar, b1);
       acc[r][2] = vfmaq_f32(acc[r][2], ar, b2);
@@ -39,9 +39,9 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
     for (int v = 0; v < 4; ++v) vst1q_f32(c + r * ldc + 4 * v, acc[r][v]);
 }
 
-template <bool kDirectA, std::size_t... R>
+template <ARead kRead, std::size_t... R>
 constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
-  return {&micro_kernel<static_cast<int>(R) + 1, kDirectA>...};
+  return {&micro_kernel<static_cast<int>(R) + 1, kRead>...};
 }
 
 void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
@@ -91,8 +91,9 @@ constinit const KernelFamily<float> kNeon{.name = "neon",
                                           .MR = kMR,
                                           .NR = kNR,
                                           .vector_width = 4,
-                                          .packed_a = kernels<false>(std::make_index_sequence<kMR>()),
-                                          .direct_a = kernels<true>(std::make_index_sequence<kMR>()),
+                                          .packed_a = kernels<ARead::packed>(std::make_index_sequence<kMR>()),
+                                          .direct_a = kernels<ARead::rows>(std::make_index_sequence<kMR>()),
+                                          .columns_a = kernels<ARead::columns>(std::make_index_sequence<kMR>()),
                                           .pack_a = pack_a,
                                           .pack_b = pack_b,
                                           .row_dots = row_dots};

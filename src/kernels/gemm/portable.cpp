@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kMR = 6, kNR = 16;
 
 // kFlush: the bfloat16 arithmetic (A always packed).
-template <int kRows, bool kDirectA, bool kFlush = false>
+template <int kRows, ARead kRead, bool kFlush = false>
 void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc, bool load_c) {
   for (int64_t r = 0; r < kRows; ++r) {
     for (int64_t j = 0; j < kNR; ++j) {
@@ -25,17 +25,16 @@ void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float
         acc = flush_subnormal(acc);
         for (int64_t k = 0; k < kc; ++k) acc = bfloat16_multiply_add(a[k * kMR + r], b[k * kNR + j], acc);
       } else {
-        for (int64_t k = 0; k < kc; ++k)
-          acc = std::fma(kDirectA ? a[r * lda + k] : a[k * kMR + r], b[k * kNR + j], acc);
+        for (int64_t k = 0; k < kc; ++k) acc = std::fma(a[a_index<kRead, kMR>(lda, r, k)], b[k * kNR + j], acc);
       }
       c[r * ldc + j] = acc;
     }
   }
 }
 
-template <bool kDirectA, bool kFlush, std::size_t... R>
+template <ARead kRead, bool kFlush, std::size_t... R>
 constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
-  return {&micro_kernel<static_cast<int>(R) + 1, kDirectA, kFlush>...};
+  return {&micro_kernel<static_cast<int>(R) + 1, kRead, kFlush>...};
 }
 
 template <bool kRounded>
@@ -66,26 +65,30 @@ bool always() { return true; }
 
 }  // namespace
 
-constinit const KernelFamily<float> kPortable{.name = "portable",
-                                              .supported = always,
-                                              .MR = kMR,
-                                              .NR = kNR,
-                                              .vector_width = 1,
-                                              .packed_a = kernels<false, false>(std::make_index_sequence<kMR>()),
-                                              .direct_a = kernels<true, false>(std::make_index_sequence<kMR>()),
-                                              .pack_a = pack_a<false>,
-                                              .pack_b = pack_b<false>,
-                                              .row_dots = dots};
+constinit const KernelFamily<float> kPortable{
+    .name = "portable",
+    .supported = always,
+    .MR = kMR,
+    .NR = kNR,
+    .vector_width = 1,
+    .packed_a = kernels<ARead::packed, false>(std::make_index_sequence<kMR>()),
+    .direct_a = kernels<ARead::rows, false>(std::make_index_sequence<kMR>()),
+    .columns_a = kernels<ARead::columns, false>(std::make_index_sequence<kMR>()),
+    .pack_a = pack_a<false>,
+    .pack_b = pack_b<false>,
+    .row_dots = dots};
 
-constinit const KernelFamily<float> kPortableRounded{.name = "portable-bf16",
-                                                     .supported = always,
-                                                     .MR = kMR,
-                                                     .NR = kNR,
-                                                     .vector_width = 1,
-                                                     .packed_a = kernels<false, true>(std::make_index_sequence<kMR>()),
-                                                     .direct_a = {},
-                                                     .pack_a = pack_a<true>,
-                                                     .pack_b = pack_b<true>,
-                                                     .bfloat16_steps = true};
+constinit const KernelFamily<float> kPortableRounded{
+    .name = "portable-bf16",
+    .supported = always,
+    .MR = kMR,
+    .NR = kNR,
+    .vector_width = 1,
+    .packed_a = kernels<ARead::packed, true>(std::make_index_sequence<kMR>()),
+    .direct_a = {},
+    .columns_a = {},
+    .pack_a = pack_a<true>,
+    .pack_b = pack_b<true>,
+    .bfloat16_steps = true};
 
 }  // namespace gpt::gemm_detail

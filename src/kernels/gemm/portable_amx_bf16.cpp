@@ -24,6 +24,7 @@ constinit const KernelFamily<uint32_t> kPortableAmxBf16{
     .vector_width = 1,
     .packed_a = amx::kernels<amx::EmulatedTiles>(std::make_index_sequence<amx::kMR>()),
     .direct_a = {},
+    .columns_a = {},
     .pack_a = amx::pack_a,
     .pack_b = amx::pack_b,
     .bfloat16_steps = true,
