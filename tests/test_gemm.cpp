@@ -194,7 +194,9 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
 // A matrix stored transposed is the same matrix: a kernel reads op(A) in place in either storage
 // order (float32: ARead::rows or ARead::columns) or packs it, and every element's sum runs in the
 // same k order, so storing either operand transposed, or with a wider leading dimension
-// (attention's blocks), changes no bit. M = 1 is left out: its A B^T takes the one-row path.
+// (attention's blocks), changes no bit. With M = 1, A B^T takes the one-row path and is left out.
+// The last case spans two K chunks and a one-row remainder of a row block, on 1 and 3 threads
+// (the SIMD kernels only: the portable ones would take minutes under qemu).
 TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
   const auto transposed = [](const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
     std::vector<float> t(cols * ld, std::nanf(""));
@@ -202,29 +204,39 @@ TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
       for (int64_t j = 0; j < cols; ++j) t[j * ld + i] = m[i * cols + j];
     return t;
   };
-  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16})
-    for (const char* kernel : gemm_kernels(inputs))
-      for (const Case& c : kOddShapes) {
-        if (c.M == 1) continue;
-        const ForcedKernelScope forced(inputs, kernel);
-        const auto A = random_vector(c.M * c.K, 61), B = random_vector(c.K * c.N, 62),
-                   C0 = random_vector(c.M * c.N, 63);
-        const auto At = transposed(A, c.M, c.K, c.M), Bt = transposed(B, c.K, c.N, c.K);
-        for (int acc = 0; acc < 2; ++acc) {
-          const auto reference = run(false, false, c, A, B, C0, acc, inputs);
-          EXPECT_TRUE(same_bits(run(true, false, c, At, B, C0, acc, inputs), reference))
-              << describe(kernel, c, 1, 0, acc);
-          EXPECT_TRUE(same_bits(run(false, true, c, A, Bt, C0, acc, inputs), reference))
-              << describe(kernel, c, 0, 1, acc);
-          EXPECT_TRUE(same_bits(run(true, true, c, At, Bt, C0, acc, inputs), reference))
-              << describe(kernel, c, 1, 1, acc);
-          const int64_t wide = c.M + 7;
-          const auto At_wide = transposed(A, c.M, c.K, wide);
-          std::vector<float> C = C0;
-          gemm(true, false, c.M, c.N, c.K, At_wide.data(), wide, B.data(), c.N, C.data(), c.N, acc, inputs);
-          EXPECT_TRUE(same_bits(C, reference)) << describe(kernel, c, 1, 0, acc) << " lda " << wide;
-        }
-      }
+  const auto expect_same_bits = [&](Dtype inputs, const char* kernel, const Case& c, int threads) {
+    const ForcedKernelScope forced(inputs, kernel);
+    const auto A = random_vector(c.M * c.K, 61), B = random_vector(c.K * c.N, 62), C0 = random_vector(c.M * c.N, 63);
+    const int64_t wide = c.M + 7;
+    const auto At = transposed(A, c.M, c.K, c.M), Bt = transposed(B, c.K, c.N, c.K);
+    const auto At_wide = transposed(A, c.M, c.K, wide);
+    for (int acc = 0; acc < 2; ++acc) {
+      const auto on = [&](auto product) { return testing::on_threads(threads, product); };
+      const auto reference = on([&] { return run(false, false, c, A, B, C0, acc, inputs); });
+      const std::string what = " on " + std::to_string(threads) + " threads";
+      EXPECT_TRUE(same_bits(on([&] { return run(true, false, c, At, B, C0, acc, inputs); }), reference))
+          << describe(kernel, c, 1, 0, acc) << what;
+      const auto wide_lda = [&] {
+        std::vector<float> C = C0;
+        gemm(true, false, c.M, c.N, c.K, At_wide.data(), wide, B.data(), c.N, C.data(), c.N, acc, inputs);
+        return C;
+      };
+      EXPECT_TRUE(same_bits(on(wide_lda), reference)) << describe(kernel, c, 1, 0, acc) << " lda " << wide << what;
+      if (c.M == 1) continue;
+      EXPECT_TRUE(same_bits(on([&] { return run(false, true, c, A, Bt, C0, acc, inputs); }), reference))
+          << describe(kernel, c, 0, 1, acc) << what;
+      EXPECT_TRUE(same_bits(on([&] { return run(true, true, c, At, Bt, C0, acc, inputs); }), reference))
+          << describe(kernel, c, 1, 1, acc) << what;
+    }
+  };
+  for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16}) {
+    const std::vector<const char*> kernels = gemm_kernels(inputs);
+    for (const char* kernel : kernels)
+      for (const Case& c : kOddShapes) expect_same_bits(inputs, kernel, c, 1);
+    for (const char* kernel : kernels)
+      if (kernel != kernels.back())
+        for (const int threads : {1, 3}) expect_same_bits(inputs, kernel, {49, 1000, 800}, threads);
+  }
 }
 
 // A PackedMatrix product, whole and in column shares, has gemm()'s bits (the portable kernel's),

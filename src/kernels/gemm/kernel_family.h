@@ -17,8 +17,8 @@
 
 namespace gpt::gemm_detail {
 
-// Cache blocks (in elements): an MC x KC block of packed A and the KC-deep slivers of B that a
-// work item reads stay in L2; one KC x NR sliver of B stays in L1. The register tile MR x NR
+// Cache blocks (in elements): an MC x KC block of A (packed, or read in place) and the KC-deep
+// slivers of B that a work item reads stay in L2; one KC x NR sliver of B stays in L1. The register tile MR x NR
 // depends on the family.
 // Packed operands hold k steps: one float per k (float32 inputs), or one bfloat16 pair (k, k+1)
 // in a uint32 (bfloat16 inputs, the layout VDPBF16PS reads), so KC is even. KC counts 4-byte
@@ -68,8 +68,10 @@ struct KernelFamily {
   int64_t MR, NR;
   int vector_width;  // in floats (1: portable)
   MicroKernels<Packed> packed_a;
-  MicroKernels<Packed> direct_a;   // ARead::rows; empty when A must always be packed
-  MicroKernels<Packed> columns_a;  // ARead::columns; empty when a transposed A must be packed
+  // A read in place (float32 families only: k is never padded to pairs there, so the kernels'
+  // steps are the stored k values). Empty when that storage order of A must be packed.
+  MicroKernels<Packed> direct_a;   // ARead::rows: op(A) = A
+  MicroKernels<Packed> columns_a;  // ARead::columns: op(A) = A^T
   PackA<Packed> pack_a;
   PackB<Packed> pack_b;
   RowDots row_dots = nullptr;  // float32 families: the dot products of a one-row product
