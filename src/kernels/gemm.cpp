@@ -93,23 +93,26 @@ int64_t prepacked_block_offset(const KernelFamily<Packed>& family, int64_t p0, i
 
 // The work items of a product: MC-row blocks times column chunks of chunk_slivers slivers, at
 // least 4 items per thread and a multiple of the thread count where the columns allow it, so
-// static scheduling stays balanced. Items go column chunk by column chunk (all row blocks of a
-// chunk, then the next chunk): a thread's share then holds whole chunks, each with the short last
-// row block, rather than some threads holding only full row blocks (a 128-row weight gradient's
-// blocks of 48, 48 and 32 rows had split 288 : 224 rows on two threads). A thread also reads only
-// its chunks' part of the packed B.
+// static scheduling stays balanced. A thread's share is a run of consecutive items; they go row
+// block by row block when op(A) is the larger operand (M >= N), so a thread reads its part of A
+// only, else column chunk by column chunk, so it reads its part of B only and holds whole chunks,
+// each with the short last row block (a 128-row weight gradient's blocks of 48, 48 and 32 rows had
+// split 288 : 224 rows on two threads).
 struct WorkSplit {
   int64_t blocks_m, chunks_n, chunk_slivers, items;
-  int64_t first_row(int64_t item) const { return item % blocks_m * MC; }
-  int64_t first_sliver(int64_t item) const { return item / blocks_m * chunk_slivers; }
+  bool by_columns;
+  int64_t row_block(int64_t item) const { return by_columns ? item % blocks_m : item / chunks_n; }
+  int64_t chunk(int64_t item) const { return by_columns ? item / blocks_m : item % chunks_n; }
+  int64_t first_row(int64_t item) const { return row_block(item) * MC; }
+  int64_t first_sliver(int64_t item) const { return chunk(item) * chunk_slivers; }
 };
-WorkSplit split_work(int64_t M, int64_t slivers, int threads) {
+WorkSplit split_work(int64_t M, int64_t N, int64_t slivers, int threads) {
   const int64_t blocks_m = (M + MC - 1) / MC;
   int64_t chunks_n = 1;
   while ((blocks_m * chunks_n < 4 * threads || (blocks_m * chunks_n) % threads != 0) && chunks_n < slivers) ++chunks_n;
   const int64_t chunk_slivers = (slivers + chunks_n - 1) / chunks_n;
   chunks_n = (slivers + chunk_slivers - 1) / chunk_slivers;
-  return {blocks_m, chunks_n, chunk_slivers, blocks_m * chunks_n};
+  return {blocks_m, chunks_n, chunk_slivers, blocks_m * chunks_n, M < N};
 }
 
 // Packed op(B) per K chunk: at most this many bytes (or one K block, when a block alone is
@@ -188,7 +191,7 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
                   std::type_identity_t<const Packed*> prepacked, float* C, int64_t ldc, bool accumulate) {
   const int64_t NR = family.NR, slivers = (N + NR - 1) / NR, block_values = family.kc_values();
   const int threads = omp_in_parallel() ? 1 : omp_get_max_threads();
-  const WorkSplit split = split_work(M, slivers, threads);
+  const WorkSplit split = split_work(M, N, slivers, threads);
   const bool parallel = split.items > 1 && M * N * K >= (1 << 18) && threads > 1;
   const int64_t block_bytes = family.steps(std::min(K, block_values)) * slivers * NR * int64_t{sizeof(Packed)};
   const int64_t blocks = (K + block_values - 1) / block_values;
