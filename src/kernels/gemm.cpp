@@ -62,7 +62,7 @@ void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const floa
                     const Packed* packed_a, const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0,
                     int64_t nc, float* C, int64_t ldc, bool load_c) {
   const int64_t MR = family.MR, NR = family.NR, steps = family.steps(kc);
-  const auto& in_place = trans_a ? family.columns_a : family.direct_a;
+  const auto& in_place = family.in_place_a(trans_a);
   alignas(64) float edge[gemm_detail::kMaxTile];
   for (int64_t ir = 0; ir < mc; ir += MR) {
     const int64_t rows = std::min(MR, mc - ir);
@@ -213,7 +213,7 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
       .C = C,
       .ldc = ldc,
       .accumulate = accumulate,
-      .pack_a = trans_a ? !family.reads_transposed_a_in_place() : !family.reads_a_in_place(),
+      .pack_a = !family.reads_a_in_place(trans_a),
       .packed_b = prepacked ? nullptr : scratch.b.get<Packed>(chunk_blocks * block_bytes / int64_t{sizeof(Packed)}),
       .split = split};
   for (int64_t p_begin = 0; p_begin < K; p_begin += chunk_values) {
@@ -260,7 +260,7 @@ void prepacked_columns(const KernelFamily<Packed>& family, int64_t M, const floa
   for (int64_t p0 = 0; p0 < K; p0 += family.kc_values()) {
     const int64_t kc = std::min(family.kc_values(), K - p0);
     Packed* packed_a = nullptr;
-    if (!family.reads_a_in_place()) {
+    if (!family.reads_a_in_place(false)) {
       packed_a = thread_scratch().a.get<Packed>((M + MR - 1) / MR * MR * family.steps(kc));
       family.pack_a(MR, false, A, lda, 0, M, p0, kc, packed_a);
     }

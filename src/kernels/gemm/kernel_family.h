@@ -18,8 +18,8 @@
 namespace gpt::gemm_detail {
 
 // Cache blocks (in elements): an MC x KC block of A (packed, or read in place) and the KC-deep
-// slivers of B that a work item reads stay in L2; one KC x NR sliver of B stays in L1. The register tile MR x NR
-// depends on the family.
+// slivers of B that a work item reads stay in L2; one KC x NR sliver of B stays in L1. The
+// register tile MR x NR depends on the family.
 // Packed operands hold k steps: one float per k (float32 inputs), or one bfloat16 pair (k, k+1)
 // in a uint32 (bfloat16 inputs, the layout VDPBF16PS reads), so KC is even. KC counts 4-byte
 // steps: a K block of pairs spans 2 KC values of k (KernelFamily::kc_values), which halves how
@@ -91,8 +91,9 @@ struct KernelFamily {
   }
   // Values of k per K block: KC steps.
   int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
-  bool reads_a_in_place() const { return direct_a[0] != nullptr; }
-  bool reads_transposed_a_in_place() const { return columns_a[0] != nullptr; }
+  // The kernels that read op(A) in place for this storage order of A (empty: A is packed).
+  const MicroKernels<Packed>& in_place_a(bool trans_a) const { return trans_a ? columns_a : direct_a; }
+  bool reads_a_in_place(bool trans_a) const { return in_place_a(trans_a)[0] != nullptr; }
 };
 
 // The families (each defined in its own file). The float32 ones multiply float32 inputs; the
