@@ -4,6 +4,9 @@
 
 #include <cmath>
 #include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "core/aligned_buffer.h"
@@ -77,6 +80,34 @@ TEST(Memory, ByteSizesReadAsPeopleWriteThem) {
   EXPECT_EQ(byte_size(1.5 * 1024 * 1024 * 1024), "1.5 GiB");
   EXPECT_EQ(byte_size(4.0 * (1ull << 60)), "4.0 EiB");
   EXPECT_GT(system_memory_bytes(), 0u);
+}
+
+// The VmFlags line of /proc/self/smaps for the mapping that holds p ("" when none does).
+std::string mapping_flags(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  bool inside = false;
+  for (std::string line; std::getline(smaps, line);) {
+    uintptr_t begin = 0, end = 0;
+    char dash = 0;
+    if (std::istringstream range(line); range >> std::hex >> begin >> dash >> end && dash == '-')
+      inside = begin <= address && address < end;
+    else if (inside && line.rfind("VmFlags:", 0) == 0)
+      return line + " ";
+  }
+  return "";
+}
+
+// Large buffers (the arena, parameters, packed operands) start on a 2 MiB boundary and carry the
+// advice that lets Linux back them with transparent huge pages; small ones do not.
+TEST(Memory, LargeBuffersAskForHugePages) {
+  AlignedBuffer<float> small(1000, kUninitialized);
+  AlignedBuffer<float> large(std::size_t{3} << 20, kUninitialized);  // 12 MiB
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(large.data()) % (std::size_t{2} << 20), 0u);
+  if (!std::filesystem::exists("/sys/kernel/mm/transparent_hugepage")) GTEST_SKIP() << "no transparent huge pages";
+  EXPECT_NE(mapping_flags(large.data()).find(" hg "), std::string::npos) << mapping_flags(large.data());
+  EXPECT_NE(mapping_flags(small.data()), "");
+  EXPECT_EQ(mapping_flags(small.data()).find(" hg "), std::string::npos) << mapping_flags(small.data());
 }
 
 // An absurd request is refused before the allocator sees it (more than RAM and swap), as a

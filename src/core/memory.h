@@ -28,6 +28,8 @@ class AllocationFailure : public UserError {
 };
 
 // `bytes` (rounded up to a multiple of 64), 64-byte aligned and uninitialised; free with std::free.
+// From 2 MiB on: rounded up to and aligned on 2 MiB, with the advice that lets Linux back it with
+// transparent huge pages.
 // AllocationFailure when the allocator refuses, or when it is more than system_memory_bytes()
 // (which could only fail later, a page at a time, or bring the out-of-memory killer).
 void* allocate_aligned(std::size_t bytes);
