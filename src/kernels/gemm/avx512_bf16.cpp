@@ -1,6 +1,6 @@
 // The AVX512_BF16 family: bfloat16 inputs on VDPBF16PS, a 12 x 32 tile like the AVX-512 float32
 // family's, each instruction adding a pair of k to 16 accumulators. A is always packed, as pairs
-// (kernels/gemm/packing.h). A subnormal accumulator loaded from c is read as zero by the
+// (kernels/gemm/avx512_packing.h). A subnormal accumulator loaded from c is read as zero by the
 // instruction itself, so no MXCSR setting is needed.
 #include <immintrin.h>
 
@@ -8,8 +8,8 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm/avx512_packing.h"
 #include "kernels/gemm/kernel_family.h"
-#include "kernels/gemm/packing.h"
 
 namespace gpt::gemm_detail {
 
@@ -49,11 +49,15 @@ constexpr MicroKernels<uint32_t> kernels(std::index_sequence<R...>) {
 // The pair packing moves 32-bit words: AVX-512F is all it needs.
 __attribute__((target("avx512f"))) void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0,
                                                int64_t mc, int64_t p0, int64_t kc, uint32_t* out) {
-  pack_a_bfloat16_pairs(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  if (trans_a) return avx512::pack_pair_rows(MR, A + p0 * lda + i0, lda, mc, kc, out);
+  const int64_t steps = (kc + 1) / 2;
+  for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps)
+    avx512::pack_pair_lines(MR, A + (i0 + ir) * lda, lda, std::min(MR, mc - ir), p0, kc, out);
 }
 __attribute__((target("avx512f"))) void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
                                                int64_t kc, int64_t j, int64_t cols, uint32_t* out) {
-  pack_b_bfloat16_pairs(NR, trans_b, B, ldb, p0, kc, j, cols, out);
+  if (trans_b) return avx512::pack_pair_lines(NR, B + j * ldb, ldb, cols, p0, kc, out);
+  avx512::pack_pair_rows(NR, B + p0 * ldb + j, ldb, cols, kc, out);
 }
 
 bool supported() { return cpu_features().avx512bf16; }

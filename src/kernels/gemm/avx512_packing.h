@@ -3,10 +3,14 @@
 // lines): 16 lines at a time are read along k, rounded to bfloat16 in vector registers where the
 // family needs it, and transposed in registers into the sliver's k steps. The same values as
 // kernels/gemm/packing.h's loops (tests compare every kernel with the portable one). The pair
-// packing of avx512-bf16 keeps packing.h's loops: their compiled code already waits on reading A,
-// not on moving values (docs/benchmarks.md, GEMM schedule).
+// packing of avx512-bf16 (VDPBF16PS's slivers) has both forms here: lines contiguous in k, and
+// lines across the sliver (A^T's rows, B's), a pair joined from two of them per step.
 #pragma once
 
+// GCC 12's AVX-512 shift intrinsics pass an "undefined" register built from itself, which its
+// -Wmaybe-uninitialized reports once they are inlined into these loops (GCC bug 105593).
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
 #include <algorithm>
@@ -91,6 +95,74 @@ GPT_AVX512_PACKING void pack_float_lines(int64_t width, const float* first_line,
   }
 }
 
+// VDPBF16PS's slivers: as packing.h's, each step a bfloat16 pair (k, k+1) in a 32-bit word
+// (kernels/bfloat16.h's bfloat16_pair: k in the high half, so that the instruction adds it
+// first), the pair past an odd kc padded with zero.
+//
+// The pair packing of lines contiguous in k (an untransposed A, a transposed B) into one sliver of
+// `width` lines, lines past `lines` zero: 32 values of 16 lines at a time, rounded, joined into 16
+// pairs, transposed into 16 steps.
+GPT_AVX512_PACKING void pack_pair_lines(int64_t width, const float* first_line, int64_t ld, int64_t lines, int64_t p0,
+                                        int64_t kc, uint32_t* out) {
+  const int64_t steps = (kc + 1) / 2;
+  // Values fetched ahead on each line: the hardware's prefetchers miss these 16 interleaved
+  // streams, and without it the loop ran slower than scalar code from memory (Zen 5).
+  constexpr int64_t kAhead = 64;
+  const __m512i firsts = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i seconds = _mm512_add_epi32(firsts, _mm512_set1_epi32(1));
+  for (int64_t l0 = 0; l0 < width; l0 += 16) {
+    const __mmask16 group = first_lanes(width - l0);
+    for (int64_t s0 = 0; s0 < steps; s0 += 16) {
+      const int64_t k0 = 2 * s0;
+      __m512i w[16];
+      for (int64_t l = 0; l < 16; ++l) {
+        if (l0 + l >= lines) {
+          w[l] = _mm512_setzero_si512();
+          continue;
+        }
+        const float* values = first_line + (l0 + l) * ld + p0 + k0;
+        _mm_prefetch(reinterpret_cast<const char*>(values + kAhead), _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(values + kAhead + 16), _MM_HINT_T0);
+        const __m512i low = rounded_bfloat16_bits(_mm512_maskz_loadu_ps(first_lanes(kc - k0), values));
+        const __m512i high = rounded_bfloat16_bits(_mm512_maskz_loadu_ps(first_lanes(kc - k0 - 16), values + 16));
+        w[l] = _mm512_or_si512(_mm512_permutex2var_epi32(low, firsts, high),
+                               _mm512_srli_epi32(_mm512_permutex2var_epi32(low, seconds, high), 16));
+      }
+      transpose_16x16(w);
+      for (int64_t s = 0; s < std::min<int64_t>(16, steps - s0); ++s)
+        _mm512_mask_storeu_epi32(out + (s0 + s) * width + l0, group, w[s]);
+    }
+  }
+}
+
+// The pair packing of lines across the slivers (A^T's rows of k, B's): `count` values of each line
+// go to slivers of `width` (the last one's width past them zero), step s joining values of lines
+// k = 2s and 2s + 1 (zero past kc). The lines are read whole, in order, fetched a few ahead.
+GPT_AVX512_PACKING void pack_pair_rows(int64_t width, const float* first_line, int64_t ld, int64_t count, int64_t kc,
+                                       uint32_t* out) {
+  const int64_t steps = (kc + 1) / 2;
+  constexpr int64_t kAhead = 16;  // lines fetched ahead of the two being read (measured best on Zen 5)
+  for (int64_t s = 0; s < steps; ++s) {
+    const float* first = first_line + 2 * s * ld;
+    const bool has_second = 2 * s + 1 < kc;
+    for (int64_t k = 2 * s + kAhead; k < std::min(kc, 2 * s + kAhead + 2); ++k)
+      for (int64_t c = 0; c < count; c += 16)
+        _mm_prefetch(reinterpret_cast<const char*>(first_line + k * ld + c), _MM_HINT_T0);
+    for (int64_t q0 = 0; q0 < count; q0 += width) {
+      uint32_t* step = out + q0 * steps + s * width;
+      for (int64_t c0 = 0; c0 < width; c0 += 16) {
+        const __mmask16 present = first_lanes(count - q0 - c0);
+        const float* values = first + q0 + c0;
+        const __m512i high = rounded_bfloat16_bits(_mm512_maskz_loadu_ps(present, values));
+        const __m512i low =
+            has_second ? rounded_bfloat16_bits(_mm512_maskz_loadu_ps(present, values + ld)) : _mm512_setzero_si512();
+        _mm512_mask_storeu_epi32(step + c0, first_lanes(width - c0), _mm512_or_si512(high, _mm512_srli_epi32(low, 16)));
+      }
+    }
+  }
+}
+
 }  // namespace gpt::gemm_detail::avx512
 
 #undef GPT_AVX512_PACKING
+#pragma GCC diagnostic pop

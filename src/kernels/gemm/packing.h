@@ -1,8 +1,9 @@
-// Packing op(A) and op(B) into the slivers the micro-kernels read, in the three formats: float32;
-// float32 rounded to bfloat16 (the FMA families' bfloat16 arithmetic); bfloat16 pairs in a uint32
-// (VDPBF16PS's). Packing is pure copying and rounding (no arithmetic that could differ between
-// paths) but a tenth of a training step: the bodies are inlined into each family's file, where
-// they compile for its instruction set and move whole vector registers.
+// Packing op(A) and op(B) into the slivers the micro-kernels read, in the float formats: float32,
+// and float32 rounded to bfloat16 (the FMA families' bfloat16 arithmetic). VDPBF16PS's bfloat16
+// pairs are packed in avx512_packing.h, by the one family that reads them. Packing is pure
+// copying and rounding (no arithmetic that could differ between paths) but a tenth of a training
+// step: the bodies are inlined into each family's file, where they compile for its instruction set
+// and move whole vector registers.
 #pragma once
 
 #include <algorithm>
@@ -83,51 +84,6 @@ GPT_ALWAYS_INLINE void pack_b_floats(int64_t NR, bool trans_b, const float* B, i
   }
   if (kRounded && kc % 2 != 0)
     for (int64_t c = 0; c < NR; ++c) out[kc * NR + c] = 0.0f;
-}
-
-// The VDPBF16PS packing: the same slivers, each step a bfloat16 pair (k, k+1) with k in the odd
-// half (kernels/bfloat16.h), the pair past an odd kc padded with zero.
-GPT_ALWAYS_INLINE void pack_a_bfloat16_pairs(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0,
-                                             int64_t mc, int64_t p0, int64_t kc, uint32_t* out) {
-  const int64_t steps = (kc + 1) / 2;
-  for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
-    const int64_t rows = std::min(MR, mc - ir);
-    for (int64_t s = 0; s < steps; ++s) {
-      const bool has_second = 2 * s + 1 < kc;
-      uint32_t* dst = out + s * MR;
-      if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
-        const float* first = A + (p0 + 2 * s) * lda + i0 + ir;
-        const float* second = first + lda;
-        for (int64_t r = 0; r < rows; ++r) dst[r] = bfloat16_pair(first[r], has_second ? second[r] : 0.0f);
-      } else {  // A stored [M, K]: a pair is two neighbours in a row
-        for (int64_t r = 0; r < rows; ++r) {
-          const float* src = A + (i0 + ir + r) * lda + p0 + 2 * s;
-          dst[r] = bfloat16_pair(src[0], has_second ? src[1] : 0.0f);
-        }
-      }
-      for (int64_t r = rows; r < MR; ++r) dst[r] = 0;
-    }
-  }
-}
-
-GPT_ALWAYS_INLINE void pack_b_bfloat16_pairs(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
-                                             int64_t kc, int64_t j, int64_t cols, uint32_t* out) {
-  const int64_t steps = (kc + 1) / 2;
-  for (int64_t s = 0; s < steps; ++s) {
-    const bool has_second = 2 * s + 1 < kc;
-    uint32_t* dst = out + s * NR;
-    if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
-      const float* first = B + (p0 + 2 * s) * ldb + j;
-      const float* second = first + ldb;
-      for (int64_t c = 0; c < cols; ++c) dst[c] = bfloat16_pair(first[c], has_second ? second[c] : 0.0f);
-    } else {  // B stored [N, K]: a pair is two neighbours in a column
-      for (int64_t c = 0; c < cols; ++c) {
-        const float* src = B + (j + c) * ldb + p0 + 2 * s;
-        dst[c] = bfloat16_pair(src[0], has_second ? src[1] : 0.0f);
-      }
-    }
-    for (int64_t c = cols; c < NR; ++c) dst[c] = 0;
-  }
 }
 
 }  // namespace gpt::gemm_detail
