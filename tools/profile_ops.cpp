@@ -3,9 +3,10 @@
 // heads, 4 layers) or, with `big`, of the 10.7M recipe (B=64, T=256, C=384, 6 heads, 6 layers);
 // `bfloat16` rounds the linears' inputs as dtype "bfloat16" does; a number sets how many calls
 // each mean is over (default 50, 3 with `big`); any other word keeps only the rows whose name
-// contains it (e.g. `attention`); kernel=NAME forces that GEMM kernel of the dtype (one of `gpt
-// bench`'s list, e.g. avx512-fma-bf16: how another CPU's choice runs here) for the products this
-// thread calls; attention's products run on its own worker threads with their automatic kernel.
+// contains it (e.g. `attention`: the op without dropout and with the recipes' 0.2); kernel=NAME
+// forces that GEMM kernel of the dtype (one of `gpt bench`'s list, e.g. avx512-fma-bf16: how
+// another CPU's choice runs here) for the products this thread calls; attention's products run on
+// its own worker threads with their automatic kernel.
 //   profile_ops [big] [bfloat16] [REPS] [WORD] [kernel=NAME]
 // Built and run by tools/profile_ops.sh; timings are means over repeated calls with warm caches.
 #include <omp.h>
@@ -111,6 +112,7 @@ int main(int argc, char** argv) {
   row("linear mlp.c_proj 4C->C", [&] { return linear(g, x4.view, w_proj.view, Tensor{}, dtype); });
   row("linear lm_head C->65", [&] { return linear(g, x.view, w_head.view, Tensor{}, dtype); });
   row("causal_self_attention", [&] { return causal_self_attention(g, qkv.view, H, 0, rng, true); });
+  row("causal_self_attention drop 0.2", [&] { return causal_self_attention(g, qkv.view, H, 0.2f, rng, true); });
   row("layernorm", [&] { return layernorm(g, x.view, ln_w.view, Tensor{}); });
   row("gelu (4C)", [&] { return gelu(g, x4.view); });
   row("add (residual)", [&] { return add(g, x.view, x.view); });
