@@ -74,6 +74,13 @@ GPT_TARGET_AVX512 GPT_ALWAYS_INLINE float combine_sum_lanes(__m512 v) {
   return combine_lanes(lanes);
 }
 
+// row[j] <- 0 for the vectors that start at or past n (their lanes would add zeros to the sums and
+// lose to row[0] in the max: nothing to compute), j < width.
+GPT_TARGET_AVX512 GPT_ALWAYS_INLINE void zero_masked_vectors(float* row, int64_t n, int64_t width) {
+  for (int64_t j = (n + 15) / 16 * 16; j < width; j += 16)
+    _mm512_mask_storeu_ps(row + j, live_lanes(j, width), _mm512_setzero_ps());
+}
+
 // row[j] <- j < n ? fast_exp(row[j] scale - max) times `factor` (when given) : 0, for j < width;
 // returns the lanes' sums of the values before the factor.
 template <bool kTimesFactor>
@@ -81,29 +88,29 @@ GPT_TARGET_AVX512 GPT_ALWAYS_INLINE __m512 exps_avx512(float* row, int64_t n, in
                                                        float factor) {
   const __m512 vscale = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(max), vfactor = _mm512_set1_ps(factor);
   __m512 sums = _mm512_setzero_ps();
-  for (int64_t j = 0; j < width; j += 16) {
-    const __mmask16 stored = live_lanes(j, width), live = live_lanes(j, n) & stored;
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 stored = live_lanes(j, width), live = live_lanes(j, n);
     const __m512 x = _mm512_maskz_loadu_ps(stored, row + j);
     __m512 e = _mm512_maskz_mov_ps(live, fast_exp_avx512(_mm512_sub_ps(_mm512_mul_ps(x, vscale), vmax)));
     sums = _mm512_mask_add_ps(sums, stored, sums, e);
     if constexpr (kTimesFactor) e = _mm512_mul_ps(e, vfactor);
     _mm512_mask_storeu_ps(row + j, stored, e);
   }
+  zero_masked_vectors(row, n, width);
   return sums;
 }
 
 GPT_TARGET_AVX512 SoftmaxRowStats softmax_row_avx512(float* row, int64_t n, int64_t width, float scale) {
   const __m512 first = _mm512_set1_ps(row[0]);
   __m512 maxima = first;
-  for (int64_t j = 0; j < width; j += 16) {
-    const __mmask16 stored = live_lanes(j, width), live = live_lanes(j, n) & stored;
-    const __m512 x = _mm512_mask_loadu_ps(first, live, row + j);  // row[0] stands in past n
-    maxima = _mm512_mask_max_ps(maxima, stored, x, maxima);
+  for (int64_t j = 0; j < n; j += 16) {
+    const __m512 x = _mm512_mask_loadu_ps(first, live_lanes(j, n), row + j);  // row[0] stands in past n
+    maxima = _mm512_mask_max_ps(maxima, live_lanes(j, width), x, maxima);
   }
   const float max = combine_max_lanes(maxima) * scale;
   const float inv = 1.0f / combine_sum_lanes(exps_avx512<false>(row, n, width, scale, max, 1.0f));
   const __m512 vinv = _mm512_set1_ps(inv);
-  for (int64_t j = 0; j < width; j += 16) {
+  for (int64_t j = 0; j < n; j += 16) {
     const __mmask16 stored = live_lanes(j, width);
     _mm512_mask_storeu_ps(row + j, stored, _mm512_mul_ps(_mm512_maskz_loadu_ps(stored, row + j), vinv));
   }

@@ -141,6 +141,28 @@ void attention_forward(const AttentionDims& d, const float* qkv, float* out, con
   }
 }
 
+// dots[r] = sum over j <= i0 + r of a[r ld + j] b[r ld + j] for the rows r < rows of a causal
+// block, each a running sum in j order (so the bits of a plain loop). Four rows' sums advance side
+// by side: one row's adds wait on each other, four rows' overlap.
+void causal_row_dots(const float* a, const float* b, int64_t ld, int64_t i0, int64_t rows, float* dots) {
+  constexpr int kRows = 4;
+  int64_t r = 0;
+  for (; r + kRows <= rows; r += kRows) {
+    float sums[kRows] = {};
+    const int64_t common = i0 + r + 1;  // the first row's length; row r + q has q more
+    for (int64_t j = 0; j < common; ++j)
+      for (int q = 0; q < kRows; ++q) sums[q] += a[(r + q) * ld + j] * b[(r + q) * ld + j];
+    for (int q = 1; q < kRows; ++q)
+      for (int64_t j = common; j < common + q; ++j) sums[q] += a[(r + q) * ld + j] * b[(r + q) * ld + j];
+    std::copy(sums, sums + kRows, dots + r);
+  }
+  for (; r < rows; ++r) {
+    float sum = 0.0f;
+    for (int64_t j = 0; j <= i0 + r; ++j) sum += a[r * ld + j] * b[r * ld + j];
+    dots[r] = sum;
+  }
+}
+
 void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const SoftmaxRowStats* stats,
                         const float* dout, float* dqkv, float* scratch) {
   const int64_t W = d.width, T = d.T;
@@ -152,6 +174,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
     float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
     float* pd = mask.active ? p + block : p;
     float* dp = p + 2 * block;
+    float dots[kRowBlock];
     const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
     const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
     HeadPacks& keys = thread_packs(0);
@@ -171,15 +194,14 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
         block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, nullptr, stats + bh * T, p, pd);
         gemm_prepacked_columns(rows, dob + i0 * d.C, d.C, values.transposed, 0, i1, dp, T, false);  // d(dropped)
         gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true);                 // dv
+        if (mask.active)
+          for (int64_t i = i0; i < i1; ++i)
+            mask.apply_range((bh * T + i) * T, dp + (i - i0) * T, dp + (i - i0) * T, i + 1);
+        causal_row_dots(dp, p, T, i0, rows, dots);
         for (int64_t i = i0; i < i1; ++i) {
           float* row = dp + (i - i0) * T;
           const float* prow = p + (i - i0) * T;
-          if (mask.active) {
-            const int64_t base = (bh * T + i) * T;
-            mask.apply_range(base, row, row, i + 1);
-          }
-          float dot = 0.0f;
-          for (int64_t j = 0; j <= i; ++j) dot += row[j] * prow[j];
+          const float dot = dots[i - i0];
           for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
           for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
         }
