@@ -159,11 +159,15 @@ void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end
   };
   if (!p.prepacked) {
     const int64_t packs = (p_end - p_begin + block_values - 1) / block_values * slivers;
-    for (int64_t s = packs * thread / team; s < packs * (thread + 1) / team; ++s) {
+    // The thread's share of (K block, sliver) packs, a run of consecutive slivers per call: an
+    // untransposed B is then read along its lines (a weight gradient's 1.1x on the 10.7M shapes).
+    const int64_t last = packs * (thread + 1) / team;
+    for (int64_t s = packs * thread / team; s < last;) {
       const int64_t p0 = p_begin + s / slivers * block_values, j = s % slivers * NR;
-      const int64_t kc = std::min(block_values, p_end - p0);
-      family.pack_b(NR, p.trans_b, p.B, p.ldb, p0, kc, j, std::min(NR, p.N - j),
+      const int64_t kc = std::min(block_values, p_end - p0), run = std::min(last - s, slivers - s % slivers);
+      family.pack_b(NR, p.trans_b, p.B, p.ldb, p0, kc, j, std::min(run * NR, p.N - j),
                     p.packed_b + chunk_offset(p0) + j * family.steps(kc));
+      s += run;
     }
     if (team > 1) {
 #pragma omp barrier
@@ -171,16 +175,25 @@ void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end
   }
   Packed* a_rows = p.pack_a ? thread_scratch().a.get<Packed>(MC * family.steps(block_values)) : nullptr;
   const WorkSplit& split = p.split;
-  for (int64_t item = split.items * thread / team; item < split.items * (thread + 1) / team; ++item) {
+  const auto run = [&](int64_t item, int64_t p0) {
     const int64_t i0 = split.first_row(item), mc = std::min(MC, p.M - i0);
     const int64_t j0 = split.first_sliver(item) * NR;
     const int64_t nc = std::min(split.chunk_slivers * NR, p.N - j0);
-    for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values) {
-      const int64_t kc = std::min(block_values, p_end - p0);
-      if (a_rows) family.pack_a(MR, p.trans_a, p.A, p.lda, i0, mc, p0, kc, a_rows);
-      multiply_block(family, p.trans_a, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
-                     p.accumulate || p0 > 0);
-    }
+    const int64_t kc = std::min(block_values, p_end - p0);
+    if (a_rows) family.pack_a(MR, p.trans_a, p.A, p.lda, i0, mc, p0, kc, a_rows);
+    multiply_block(family, p.trans_a, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
+                   p.accumulate || p0 > 0);
+  };
+  const int64_t first_item = split.items * thread / team, end_item = split.items * (thread + 1) / team;
+  if (p.trans_a) {
+    // A^T (a weight gradient's dy^T: K = tokens) holds an item's rows of A as short pieces of
+    // long lines of k: block by block, the thread's items read each line's pieces one after
+    // another (1.02-1.07x on the 10.7M recipe's and the CPU recipe's), their tiles of C staying in L2.
+    for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values)
+      for (int64_t item = first_item; item < end_item; ++item) run(item, p0);
+  } else {
+    for (int64_t item = first_item; item < end_item; ++item)
+      for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values) run(item, p0);
   }
 }
 

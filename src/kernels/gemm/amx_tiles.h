@@ -71,13 +71,15 @@ inline void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_
   }
 }
 
-// Packs op(B)[p0 : p0+kc, j : j+cols] into one 64-column sliver of B tiles, columns past cols and
+// Packs op(B)[p0 : p0+kc, j : j+cols] into 64-column slivers of B tiles, columns past cols and
 // pairs past kc zero.
 inline void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                    int64_t cols, uint32_t* out) {
-  const int64_t along_k = trans_b ? 1 : ldb, along_cols = trans_b ? ldb : 1;
-  std::fill(out, out + NR * padded_pairs(kc), 0u);
-  pack_pairs(B + j * along_cols + p0 * along_k, along_cols, along_k, cols, kc, b_word, out);
+  const int64_t along_k = trans_b ? 1 : ldb, along_cols = trans_b ? ldb : 1, steps = padded_pairs(kc);
+  for_each_sliver(NR, steps, j, cols, out, [&](int64_t first, int64_t width, uint32_t* sliver) {
+    std::fill(sliver, sliver + NR * steps, 0u);
+    pack_pairs(B + first * along_cols + p0 * along_k, along_cols, along_k, width, kc, b_word, sliver);
+  });
 }
 
 // The tile registers in C++: eight tiles of 16 rows x 64 bytes, and what TILELOADD, TILEZERO,

@@ -61,7 +61,9 @@ template <bool kRounded>
 GPT_TARGET_AVX512F void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                                int64_t cols, float* out) {
   if (!trans_b) return pack_b_floats<kRounded>(NR, trans_b, B, ldb, p0, kc, j, cols, out);
-  avx512::pack_float_lines<kRounded>(NR, B + j * ldb, ldb, cols, p0, kc, out);
+  for_each_sliver(NR, float_steps<kRounded>(kc), j, cols, out, [&](int64_t first, int64_t width, float* sliver) {
+    avx512::pack_float_lines<kRounded>(NR, B + first * ldb, ldb, width, p0, kc, sliver);
+  });
 }
 
 bool supported() { return cpu_features().avx512f; }

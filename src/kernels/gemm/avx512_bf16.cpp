@@ -56,8 +56,10 @@ __attribute__((target("avx512f"))) void pack_a(int64_t MR, bool trans_a, const f
 }
 __attribute__((target("avx512f"))) void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
                                                int64_t kc, int64_t j, int64_t cols, uint32_t* out) {
-  if (trans_b) return avx512::pack_pair_lines(NR, B + j * ldb, ldb, cols, p0, kc, out);
-  avx512::pack_pair_rows(NR, B + p0 * ldb + j, ldb, cols, kc, out);
+  if (!trans_b) return avx512::pack_pair_rows(NR, B + p0 * ldb + j, ldb, cols, kc, out);
+  for_each_sliver(NR, (kc + 1) / 2, j, cols, out, [&](int64_t first, int64_t width, uint32_t* sliver) {
+    avx512::pack_pair_lines(NR, B + first * ldb, ldb, width, p0, kc, sliver);
+  });
 }
 
 bool supported() { return cpu_features().avx512bf16; }

@@ -11,6 +11,7 @@
 // B is always packed.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <type_traits>
@@ -48,13 +49,22 @@ template <typename Packed>
 using MicroKernels = std::array<MicroKernel<Packed>, kMaxMR>;  // [rows - 1]
 
 // Packs op(A)[i0 : i0+mc, p0 : p0+kc] into MR-row slivers, or op(B)[p0 : p0+kc, j : j+cols]
-// into one NR-column sliver (kernels/gemm/packing.h).
+// into NR-column slivers, one after another (the last one's columns past cols zero): a run of
+// slivers lets an untransposed B be read a whole line of k at a time (kernels/gemm/packing.h).
 template <typename Packed>
 using PackA = void (*)(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
                        int64_t kc, Packed* out);
 template <typename Packed>
 using PackB = void (*)(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
                        int64_t cols, Packed* out);
+
+// pack_sliver(j, cols, out) for each NR-column sliver of columns [j, j + cols), the slivers one
+// after another in out, each `steps` x NR: for the packings that go one sliver at a time.
+template <typename Packed, typename PackSliver>
+inline void for_each_sliver(int64_t NR, int64_t steps, int64_t j, int64_t cols, Packed* out,
+                            const PackSliver& pack_sliver) {
+  for (int64_t c = 0; c < cols; c += NR) pack_sliver(j + c, std::min(NR, cols - c), out + c * steps);
+}
 
 // The one-row path's dot products (kernels/gemm/row_times_transposed.h).
 using RowDots = void (*)(const float* a, const float* B, int64_t ldb, int64_t K, int64_t rows, float* out);

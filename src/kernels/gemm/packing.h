@@ -11,6 +11,7 @@
 
 #include "kernels/bfloat16.h"
 #include "kernels/cpu_features.h"
+#include "kernels/gemm/kernel_family.h"
 
 namespace gpt::gemm_detail {
 
@@ -56,34 +57,40 @@ GPT_ALWAYS_INLINE void pack_a_floats(int64_t MR, bool trans_a, const float* A, i
   }
 }
 
-// Packs op(B)[p0 : p0+kc, j : j+cols] into one NR-column sliver: for each k, NR consecutive
-// values, columns past cols zero (kRounded as for A).
+// Packs op(B)[p0 : p0+kc, j : j+cols] into NR-column slivers: for each k, NR consecutive values,
+// columns past cols zero (kRounded as for A). An untransposed B is read a line of k at a time
+// across the slivers.
 template <bool kRounded>
 GPT_ALWAYS_INLINE void pack_b_floats(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
                                      int64_t j, int64_t cols, float* out) {
   const auto value = [](float x) { return kRounded ? round_through_bfloat16(x) : x; };
+  const int64_t steps = float_steps<kRounded>(kc);
   if (!trans_b) {  // B stored [K, N]: each k is a contiguous run of columns
-    for (int64_t k = 0; k < kc; ++k) {
-      const float* src = B + (p0 + k) * ldb + j;
-      float* dst = out + k * NR;
-      for (int64_t c = 0; c < cols; ++c) dst[c] = value(src[c]);
-      for (int64_t c = cols; c < NR; ++c) dst[c] = 0.0f;
-    }
+    for (int64_t k = 0; k < kc; ++k)
+      for (int64_t c0 = 0; c0 < cols; c0 += NR) {
+        const float* src = B + (p0 + k) * ldb + j + c0;
+        float* dst = out + c0 * steps + k * NR;
+        const int64_t width = std::min(NR, cols - c0);
+        for (int64_t c = 0; c < width; ++c) dst[c] = value(src[c]);
+        for (int64_t c = width; c < NR; ++c) dst[c] = 0.0f;
+      }
   } else {  // B stored [N, K]: each column is contiguous in k. Transpose in 8 x 8 tiles.
     constexpr int64_t kTile = 8;
-    for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
-      const int64_t kn = std::min(kTile, kc - k0);
-      for (int64_t c0 = 0; c0 < NR; c0 += kTile)
-        for (int64_t k = 0; k < kn; ++k) {
-          float* dst = out + (k0 + k) * NR + c0;
-          for (int64_t c = 0; c < kTile; ++c) {
-            dst[c] = value(c0 + c < cols ? B[(j + c0 + c) * ldb + p0 + k0 + k] : 0.0f);
+    for_each_sliver(NR, steps, j, cols, out, [&](int64_t first, int64_t width, float* sliver) {
+      for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
+        const int64_t kn = std::min(kTile, kc - k0);
+        for (int64_t c0 = 0; c0 < NR; c0 += kTile)
+          for (int64_t k = 0; k < kn; ++k) {
+            float* dst = sliver + (k0 + k) * NR + c0;
+            for (int64_t c = 0; c < kTile; ++c)
+              dst[c] = value(c0 + c < width ? B[(first + c0 + c) * ldb + p0 + k0 + k] : 0.0f);
           }
-        }
-    }
+      }
+    });
   }
   if (kRounded && kc % 2 != 0)
-    for (int64_t c = 0; c < NR; ++c) out[kc * NR + c] = 0.0f;
+    for (int64_t c0 = 0; c0 < cols; c0 += NR)
+      for (int64_t c = 0; c < NR; ++c) out[c0 * steps + kc * NR + c] = 0.0f;
 }
 
 }  // namespace gpt::gemm_detail
