@@ -2,7 +2,7 @@
 // products; or taken prepacked) and shared by the OpenMP team, then work items of MC rows times a
 // chunk of columns run the family's micro-kernels over the chunk's K blocks in order, packing
 // their own rows of A per block (or reading A in place), so that packed A and the item's C stay in
-// cache. The family is resolved once per call, on the calling thread (kernels/gemm/dispatch.h),
+// cache (with A^T, a thread's items go block by block instead: see run_k_chunk). The family is resolved once per call, on the calling thread (kernels/gemm/dispatch.h),
 // and the packed operands live in grow-only thread scratch: products on different threads share
 // nothing.
 #include "kernels/gemm.h"
