@@ -160,6 +160,37 @@ TEST(FusedAttention, GroupedQueryGivesTheSameBitsOnAnyThreadCount) {
   }
 }
 
+// dtype bfloat16: q, k, v, the probabilities and the gradients are rounded as the products pack
+// them; the softmax and every sum stay float32. So the results sit within bfloat16's precision of
+// float32's without being float32's (the rounding happens), on any thread count in the same bits.
+TEST(FusedAttention, Bfloat16ProductsStayWithinBfloat16PrecisionOfFloat32) {
+  const int64_t B = 2, T = 70, C = 24;
+  Rng rng(29);
+  OwnedTensor qkv(Shape{B, T, 3 * C}, rng), upstream(Shape{B, T, C}, rng);
+  auto run = [&](Dtype inputs, int threads) {
+    Arena arena;
+    Graph g(arena);
+    Rng dropout_rng(4);
+    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+    return testing::on_threads(threads, [&] {
+      Tensor out = causal_self_attention(g, qkv.view(), 3, 0.1f, dropout_rng, true, 0, inputs);
+      std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+      g.run_backward();
+      std::vector<float> values(out.data, out.data + out.numel());
+      values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
+      return values;
+    });
+  };
+  const std::vector<float> exact = run(Dtype::float32, 1), rounded = run(Dtype::bfloat16, 1);
+  std::size_t differing = 0;
+  for (std::size_t i = 0; i < exact.size(); ++i) {
+    EXPECT_NEAR(rounded[i], exact[i], 2e-2 * (1 + std::abs(exact[i]))) << i;
+    differing += rounded[i] != exact[i];
+  }
+  EXPECT_GT(differing, exact.size() / 2);
+  for (int threads : {2, 3}) EXPECT_TRUE(testing::same_bits(run(Dtype::bfloat16, threads), rounded)) << threads;
+}
+
 TEST(FusedAttention, KeepsNothingQuadraticInTheSequenceLength) {
   // [B, H, T, T] probabilities would be 2 * 8 * 512 * 512 floats = 16 MiB; the op's own memory
   // (output + per-thread scratch) must stay far below that.

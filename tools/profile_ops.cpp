@@ -111,8 +111,9 @@ int main(int argc, char** argv) {
   row("linear c_fc C->4C", [&] { return linear(g, x.view, w_fc.view, Tensor{}, dtype); });
   row("linear mlp.c_proj 4C->C", [&] { return linear(g, x4.view, w_proj.view, Tensor{}, dtype); });
   row("linear lm_head C->65", [&] { return linear(g, x.view, w_head.view, Tensor{}, dtype); });
-  row("causal_self_attention", [&] { return causal_self_attention(g, qkv.view, H, 0, rng, true); });
-  row("causal_self_attention drop 0.2", [&] { return causal_self_attention(g, qkv.view, H, 0.2f, rng, true); });
+  row("causal_self_attention", [&] { return causal_self_attention(g, qkv.view, H, 0, rng, true, 0, dtype); });
+  row("causal_self_attention drop 0.2",
+      [&] { return causal_self_attention(g, qkv.view, H, 0.2f, rng, true, 0, dtype); });
   row("layernorm", [&] { return layernorm(g, x.view, ln_w.view, Tensor{}); });
   row("gelu (4C)", [&] { return gelu(g, x4.view); });
   row("add (residual)", [&] { return add(g, x.view, x.view); });

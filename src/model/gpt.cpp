@@ -39,7 +39,8 @@ struct TapeExecutor {
     return gpt::norm_linear(g, norm.kind, x, norm.weight, norm.bias, linear.weight, linear.bias, matmul_dtype);
   }
   Tensor attention(const Tensor& qkv, int64_t /*layer*/) {
-    return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training, static_cast<int>(n_kv_head));
+    return causal_self_attention(g, qkv, static_cast<int>(n_head), dropout, rng, training, static_cast<int>(n_kv_head),
+                                 matmul_dtype);
   }
   Tensor residual(const Tensor& x, const Tensor& in, Activation act, const LinearWeights& linear) {
     return residual_projection(g, x, in, act, linear.weight, linear.bias, dropout, rng, training, matmul_dtype);

@@ -37,7 +37,8 @@ struct AttentionDims {
   int64_t kv_head(int64_t h) const { return h / group(); }           // the kv head query head h reads
   int64_t k_offset(int64_t h) const { return C + kv_head(h) * hs; }  // of query head h's keys
   int64_t v_offset(int64_t h) const { return C + KV * hs + kv_head(h) * hs; }
-  int threads;  // the team size forward and backward both run with: the scratch has one part per thread
+  Dtype inputs;  // of the products
+  int threads;   // the team size forward and backward both run with: the scratch has one part per thread
 };
 
 using detail::DropoutMask;
@@ -58,7 +59,7 @@ HeadPacks& thread_packs(int which) {
 }
 
 void pack_transposed(const AttentionDims& d, const float* m, PackedMatrix& out) {
-  out.pack(true, d.hs, d.T, m, d.width);
+  out.pack(true, d.hs, d.T, m, d.width, d.inputs);
 }
 
 void pack_chunks(const AttentionDims& d, const float* m, std::vector<PackedMatrix>& chunks) {
@@ -66,7 +67,7 @@ void pack_chunks(const AttentionDims& d, const float* m, std::vector<PackedMatri
   if (chunks.size() < count) chunks.resize(count);
   for (std::size_t c = 0; c < count; ++c) {
     const int64_t first = static_cast<int64_t>(c) * kRowBlock;
-    chunks[c].pack(false, std::min(kRowBlock, d.T - first), d.hs, m + first * d.width, d.width);
+    chunks[c].pack(false, std::min(kRowBlock, d.T - first), d.hs, m + first * d.width, d.width, d.inputs);
   }
 }
 
@@ -193,7 +194,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
         const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
         block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, nullptr, stats + bh * T, p, pd);
         gemm_prepacked_columns(rows, dob + i0 * d.C, d.C, values.transposed, 0, i1, dp, T, false);  // d(dropped)
-        gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true);                 // dv
+        gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true, d.inputs);       // dv
         if (mask.active)
           for (int64_t i = i0; i < i1; ++i)
             mask.apply_range((bh * T + i) * T, dp + (i - i0) * T, dp + (i - i0) * T, i + 1);
@@ -205,8 +206,8 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
           for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
           for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
         }
-        times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);   // dq
-        gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true);  // dk
+        times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);             // dq
+        gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true, d.inputs);  // dk
       }
     }
   }
@@ -215,7 +216,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
 }  // namespace
 
 Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training,
-                             int n_kv_head) {
+                             int n_kv_head, Dtype inputs) {
   if (n_kv_head == 0) n_kv_head = n_head;
   GPT_CHECK(n_head > 0 && n_kv_head > 0 && n_head % n_kv_head == 0, "n_kv_head must divide n_head");
   GPT_CHECK(qkv.shape.rank == 3 && qkv.shape[2] % (n_head + 2 * n_kv_head) == 0,
@@ -227,6 +228,7 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
                   .KV = n_kv_head,
                   .hs = qkv.shape[2] / (n_head + 2 * n_kv_head),
                   .width = qkv.shape[2],
+                  .inputs = inputs,
                   .threads = omp_get_max_threads()};
   d.C = d.H * d.hs;
   const DropoutMask mask = DropoutMask::make(dropout_p, rng, training);

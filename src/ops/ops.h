@@ -89,9 +89,11 @@ inline Tensor swiglu(Graph& g, const Tensor& x) { return activate(g, x, Activati
 // qkv: [B, T, (H + 2 KV) hs] holding q (H heads) | k (KV heads) | v (KV heads), H = n_head,
 // KV = n_kv_head (0: H). Grouped-query attention when KV < H (Ainslie et al. 2023): query head h
 // uses kv head h / (H / KV). Output [B, T, H hs] with heads concatenated: softmax(q k^T /
-// sqrt(hs), causal) v per head, attention dropout p on the probabilities in training.
+// sqrt(hs), causal) v per head, attention dropout p on the probabilities in training. `inputs`:
+// the products' input format (bfloat16: q, k, v, the probabilities and the gradients rounded as
+// they are packed; the softmax and every sum in float32).
 Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float dropout_p, Rng& rng, bool training,
-                             int n_kv_head = 0);
+                             int n_kv_head = 0, Dtype inputs = Dtype::float32);
 
 // The per-head transforms of packed q|k|v ([B, T, (H + 2 KV) hs], as attention takes it), applied
 // to the q and k heads; v passes through unchanged.

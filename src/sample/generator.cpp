@@ -73,14 +73,17 @@ void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix&
 // positions start .. start+n-1, over its cached keys/values 0 .. each query's own position.
 // q: query row q0's head ([nq, hs], rows q_stride apart); keys, values: the head's cache
 // ([block_size, hs], rows kv_stride apart); out: [nq, hs], rows out_stride apart;
-// scores: [nq, start + n] (the captured probabilities when the caller wants them).
+// scores: [nq, start + n] (the captured probabilities when the caller wants them). `inputs`: the
+// products' input format, the training forward's (bfloat16 rounds q, k, v and the probabilities).
 void head_attention(const float* q, int64_t q_stride, const float* keys, const float* values, int64_t kv_stride,
-                    int64_t n, int64_t q0, int64_t start, int64_t hs, float* out, int64_t out_stride, float* scores) {
+                    int64_t n, int64_t q0, int64_t start, int64_t hs, float* out, int64_t out_stride, float* scores,
+                    Dtype inputs) {
   const int64_t total = start + n, nq = n - q0;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hs));
-  // Several queries: scores and outputs are two matrix products; one query: loops over the cache.
-  const bool batched = nq > 1;
-  if (batched) gemm(false, true, nq, total, hs, q, q_stride, keys, kv_stride, scores, total, false);
+  // Several queries (or bfloat16 inputs, whose arithmetic only the products have): scores and
+  // outputs are two matrix products; one float32 query: loops over the cache.
+  const bool batched = nq > 1 || inputs != Dtype::float32;
+  if (batched) gemm(false, true, nq, total, hs, q, q_stride, keys, kv_stride, scores, total, false, inputs);
   for (int64_t i = 0; i < nq; ++i) {
     const int64_t visible = start + q0 + i + 1;
     float* row = scores + i * total;
@@ -95,7 +98,7 @@ void head_attention(const float* q, int64_t q_stride, const float* keys, const f
       }
     }
   }
-  if (batched) gemm(false, false, nq, hs, total, scores, total, values, kv_stride, out, out_stride, false);
+  if (batched) gemm(false, false, nq, hs, total, scores, total, values, kv_stride, out, out_stride, false, inputs);
 }
 
 // W^T packed once for the generator's life: for bfloat16 products, the weights are rounded here.
@@ -231,7 +234,7 @@ class Generator::StepExecutor {
       for (int64_t h = kvh * (H / KV); h < (kvh + 1) * (H / KV); ++h) {
         float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * total : scratch_scores;
         head_attention(rows + q0 * width + h * hs, width, keys, values, kv_width, n, q0, start, hs,
-                       out + s * nq * C_ + h * hs, C_, scores);
+                       out + s * nq * C_ + h * hs, C_, scores, g_.model_.matmul_dtype());
       }
     }
     return {out, g_.batch_ * nq, Share::heads, epoch_, {}};
