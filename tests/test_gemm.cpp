@@ -548,6 +548,36 @@ TEST(GemmBfloat16, EveryKernelRoundsSpecialValuesAlike) {
     }
 }
 
+// Subnormal inputs become zeros when packed, including the largest ones, which rounding alone
+// would carry up to FLT_MIN: one operand all subnormal (random below FLT_MIN, either sign), the
+// other around 2^120, so that a single input rounded to FLT_MIN would leave a product near 2^-6.
+// Every product is then zero, on every kernel, in every storage order.
+TEST(GemmBfloat16, EveryKernelFlushesSubnormalInputs) {
+  const Case c{19, 40, 71};
+  const std::vector<float> C0(c.M * c.N, 0.0f);
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    for (const bool in_a : {true, false}) {
+      std::vector<float> tiny = random_vector(in_a ? c.M * c.K : c.K * c.N, 43);
+      for (std::size_t i = 0; i < tiny.size(); ++i) {  // every third one the largest subnormal
+        const auto mantissa = static_cast<uint32_t>(std::fabs(tiny[i]) * 0x1p22f) & 0x007fffffu;
+        tiny[i] = std::copysign(from_bits(i % 3 == 0 ? 0x007fffffu : mantissa), tiny[i]);
+      }
+      std::vector<float> huge = random_vector(in_a ? c.K * c.N : c.M * c.K, 44);
+      for (float& x : huge) x *= 0x1p120f;
+      const std::vector<float>& A = in_a ? tiny : huge;
+      const std::vector<float>& B = in_a ? huge : tiny;
+      for (int ta = 0; ta < 2; ++ta)
+        for (int tb = 0; tb < 2; ++tb)
+          for (const char* kernel : bfloat16_kernels(arithmetic)) {
+            const ForcedKernelScope forced(Dtype::bfloat16, kernel);
+            // The storage order does not matter here: every value of each operand is alike.
+            const std::vector<float> product = run(ta, tb, c, A, B, C0, false, Dtype::bfloat16);
+            EXPECT_TRUE(std::all_of(product.begin(), product.end(), [](float x) { return x == 0.0f; }))
+                << describe(kernel, c, ta, tb, 0) << (in_a ? " subnormals in A" : " subnormals in B");
+          }
+    }
+}
+
 TEST(GemmBfloat16, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
   const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
   expect_prepacked_products_give_gemm_bits(Dtype::bfloat16,

@@ -46,16 +46,18 @@ constexpr MicroKernels<uint32_t> kernels(std::index_sequence<R...>) {
   return {&micro_kernel<static_cast<int>(R) + 1>...};
 }
 
-// The pair packing moves 32-bit words: AVX-512F is all it needs.
-__attribute__((target("avx512f"))) void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0,
-                                               int64_t mc, int64_t p0, int64_t kc, uint32_t* out) {
+// The pair packing rounds with AVX512_BF16's conversions.
+__attribute__((target("avx512f,avx512bf16"))) void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda,
+                                                          int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+                                                          uint32_t* out) {
   if (trans_a) return avx512::pack_pair_rows(MR, A + p0 * lda + i0, lda, mc, kc, out);
   const int64_t steps = (kc + 1) / 2;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps)
     avx512::pack_pair_lines(MR, A + (i0 + ir) * lda, lda, std::min(MR, mc - ir), p0, kc, out);
 }
-__attribute__((target("avx512f"))) void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0,
-                                               int64_t kc, int64_t j, int64_t cols, uint32_t* out) {
+__attribute__((target("avx512f,avx512bf16"))) void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb,
+                                                          int64_t p0, int64_t kc, int64_t j, int64_t cols,
+                                                          uint32_t* out) {
   if (!trans_b) return avx512::pack_pair_rows(NR, B + p0 * ldb + j, ldb, cols, kc, out);
   for_each_sliver(NR, (kc + 1) / 2, j, cols, out, [&](int64_t first, int64_t width, uint32_t* sliver) {
     avx512::pack_pair_lines(NR, B + first * ldb, ldb, width, p0, kc, sliver);
