@@ -5,6 +5,9 @@
 #include "kernels/cpu_features.h"
 
 #if GPT_X86_64
+// GCC 12's AVX-512 shift intrinsics pass an "undefined" register built from itself, which its
+// -Wmaybe-uninitialized reports once they are inlined (GCC bug 105593).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 #elif GPT_AARCH64
 #include <arm_neon.h>
@@ -33,10 +36,45 @@ GPT_ALWAYS_INLINE void dropout_loop(const DropoutKeys& keys, uint64_t first, con
 using DropoutLoop = void (*)(const DropoutKeys&, uint64_t, const float*, float*, int64_t);
 
 #if GPT_X86_64
+// splitmix64's output, top 24 bits, for eight states.
+GPT_TARGET_AVX512 inline __m512i hash_bits(__m512i z) {
+  const __m512i mix1 = _mm512_set1_epi64(static_cast<int64_t>(0xBF58476D1CE4E5B9ull));
+  const __m512i mix2 = _mm512_set1_epi64(static_cast<int64_t>(0x94D049BB133111EBull));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), mix1);
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), mix2);
+  return _mm512_srli_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 31)), 40);
+}
+
+// Sixteen elements at a time, the last ones masked: GCC's vectorisation of the plain loop
+// recomputed each state with a multiply and left up to 15 elements per call to scalar code, which
+// attention's causal rows (one call per row, of any length) pay on every row.
 template <bool Accumulate>
 GPT_TARGET_AVX512 void dropout_loop_avx512(const DropoutKeys& keys, uint64_t first, const float* in, float* out,
                                            int64_t n) {
-  dropout_loop<Accumulate>(keys, first, in, out, n);
+  const __m512i threshold = _mm512_set1_epi64(keys.threshold);
+  const __m512i sixteen_steps = _mm512_set1_epi64(static_cast<int64_t>(16 * kSplitmixIncrement));
+  const __m512 scale = _mm512_set1_ps(keys.keep_scale);
+  // The states seed + (first + j + 1) * increment of elements j .. j + 7 and j + 8 .. j + 15.
+  __m512i low = _mm512_add_epi64(_mm512_set1_epi64(static_cast<int64_t>(keys.seed + (first + 1) * kSplitmixIncrement)),
+                                 _mm512_mullo_epi64(_mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7),
+                                                    _mm512_set1_epi64(static_cast<int64_t>(kSplitmixIncrement))));
+  __m512i high = _mm512_add_epi64(low, _mm512_set1_epi64(static_cast<int64_t>(8 * kSplitmixIncrement)));
+  for (int64_t j = 0; j < n; j += 16) {
+    const __mmask16 lanes = static_cast<__mmask16>(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1);
+    const __mmask16 kept =
+        static_cast<__mmask16>((_mm512_cmpge_epu64_mask(hash_bits(low), threshold) |
+                                static_cast<unsigned>(_mm512_cmpge_epu64_mask(hash_bits(high), threshold)) << 8) &
+                               lanes);
+    const __m512 x = _mm512_maskz_loadu_ps(kept, in + j);
+    if constexpr (Accumulate) {
+      const __m512 acc = _mm512_maskz_loadu_ps(kept, out + j);
+      _mm512_mask_storeu_ps(out + j, kept, _mm512_add_ps(acc, _mm512_mul_ps(x, scale)));
+    } else {
+      _mm512_mask_storeu_ps(out + j, lanes, _mm512_maskz_mul_ps(kept, x, scale));
+    }
+    low = _mm512_add_epi64(low, sixteen_steps);
+    high = _mm512_add_epi64(high, sixteen_steps);
+  }
 }
 // AVX2 has no 64-bit multiply and the compiler does not vectorise the hash on its own: four
 // elements at a time, each multiply built from three 32 x 32 -> 64-bit ones (the high product of
