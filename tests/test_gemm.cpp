@@ -27,6 +27,8 @@
 
 #if GPT_X86_64
 #include <immintrin.h>
+
+#include "kernels/gemm/amx_packing.h"
 #endif
 
 namespace gpt {
@@ -633,6 +635,38 @@ TEST(GemmTiles, EmulationSumsInTheTileInstructionsOrder) {
           }
     }
 }
+
+#if GPT_X86_64
+// The hardware family packs with AVX-512 and the emulation with scalar loops: the same words, for
+// both storage orders of each operand, partial slivers, k odd and across tiles, an offset into the
+// matrix, rounding's special values (a signalling NaN, infinity, the largest float, subnormals).
+// Run wherever AVX512_BF16 is, so the packing is checked without AMX.
+TEST(GemmTiles, HardwarePackingWritesTheEmulationsWords) {
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "the AMX family's packing needs AVX512_BF16";
+  using namespace gemm_detail::amx;
+  std::vector<float> matrix = random_vector(300 * 200, 51);
+  const float specials[] = {from_bits(0x7f800001u), INFINITY, FLT_MAX, from_bits(0x007fffffu), -FLT_MIN / 4};
+  for (std::size_t s = 0; s < matrix.size(); s += 97) matrix[s] = specials[s % 5];
+  const int64_t ld = 200;  // 300 x 200, or read as 200-wide lines either way
+  const auto words = [](int64_t n) { return std::vector<uint32_t>(n, 0xdeadbeefu); };
+  for (const auto& [lines, kc] : std::vector<std::pair<int64_t, int64_t>>{
+           {16, 32}, {5, 1}, {16, 31}, {13, 300}, {37, 64}, {3, 33}, {70, 130}, {1, 2}})
+    for (const bool transposed : {false, true}) {
+      const int64_t k_max = transposed ? 300 : 200, line_max = transposed ? 200 : 300;
+      const int64_t k = std::min(kc, k_max - 7), l = std::min(lines, line_max - 5), steps = padded_pairs(k);
+      const std::string where =
+          "lines " + std::to_string(l) + ", kc " + std::to_string(k) + (transposed ? ", transposed" : ", in order");
+      auto a = words((l + kMR - 1) / kMR * kMR * steps), a_hw = a;
+      pack_a(kMR, transposed, matrix.data(), ld, 5, l, 7, k, a.data());
+      pack_a_avx512(kMR, transposed, matrix.data(), ld, 5, l, 7, k, a_hw.data());
+      EXPECT_EQ(a, a_hw) << "A, " << where;
+      auto b = words((l + kNR - 1) / kNR * kNR * steps), b_hw = b;
+      pack_b(kNR, transposed, matrix.data(), ld, 7, k, 5, l, b.data());
+      pack_b_avx512(kNR, transposed, matrix.data(), ld, 7, k, 5, l, b_hw.data());
+      EXPECT_EQ(b, b_hw) << "B, " << where;
+    }
+}
+#endif
 
 TEST(GemmTiles, AreANumericFamilyOfTheirOwn) {
   const Case c{16, 64, 256};

@@ -15,6 +15,7 @@
 #include "core/rng.h"
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
+#include "median_seconds.h"
 
 namespace {
 
@@ -23,19 +24,6 @@ struct Shape {
   bool ta, tb;
   long M, N, K;
 };
-
-template <typename F>
-double median_seconds(F f, int reps) {
-  std::vector<double> t;
-  f();  // warm up
-  for (int i = 0; i < reps; ++i) {
-    const auto s = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
 
 }  // namespace
 

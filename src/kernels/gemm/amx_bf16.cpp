@@ -6,6 +6,7 @@
 
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm/amx_packing.h"
 #include "kernels/gemm/amx_tiles.h"
 #include "kernels/gemm/kernel_family.h"
 
@@ -79,7 +80,8 @@ class HardwareTiles {
 };
 #undef GPT_TILE_CASES
 
-bool hardware_supported() { return cpu_features().amx_bf16; }
+// The packing's AVX512_BF16 comes with AMX-BF16 on every CPU so far; checked all the same.
+bool hardware_supported() { return cpu_features().amx_bf16 && cpu_features().avx512bf16; }
 
 }  // namespace
 
@@ -114,8 +116,8 @@ constinit const KernelFamily<uint32_t> kAmxBf16{
     .packed_a = amx::kernels<HardwareTiles>(std::make_index_sequence<kMR>()),
     .direct_a = {},
     .columns_a = {},
-    .pack_a = amx::pack_a,
-    .pack_b = amx::pack_b,
+    .pack_a = amx::pack_a_avx512,
+    .pack_b = amx::pack_b_avx512,
     .bfloat16_steps = true,
     .pair_multiple = kTilePairs};
 
