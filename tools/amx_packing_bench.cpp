@@ -34,7 +34,8 @@ int main() {
   for (auto* v : {&activation, &gradient, &weight})
     for (float& x : *v) x = static_cast<float>(rng.normal());
   std::vector<uint32_t> out(std::max(rows, cols) * padded_pairs(kBlock) + 64 * padded_pairs(kBlock));
-  std::printf("| operand | storage | emulation's loops ms | AVX-512 ms | speed-up |\n| --- | --- | --- | --- | --- |\n");
+  std::printf("| operand | storage | emulation's loops ms | AVX-512 ms | speed-up |\n");
+  std::printf("| --- | --- | --- | --- | --- |\n");
   // op(A) in rows: the activation of a forward product; transposed: a weight gradient's dy^T
   // (dy 16384 x 1152), 48 rows of it times K blocks of tokens per work item.
   for (const bool transposed : {false, true}) {
