@@ -160,6 +160,28 @@ TEST(FusedAttention, GroupedQueryGivesTheSameBitsOnAnyThreadCount) {
   }
 }
 
+// One forward and backward of causal_self_attention with dropout 0.1 and the given upstream
+// gradient, forward on forward_threads and backward on backward_threads: the output, then qkv's
+// gradient.
+std::vector<float> attention_output_and_gradient(OwnedTensor& qkv, const OwnedTensor& upstream, int n_head,
+                                                 Dtype inputs, int forward_threads, int backward_threads) {
+  Arena arena;
+  Graph g(arena);
+  Rng dropout_rng(4);
+  std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+  Tensor out = testing::on_threads(forward_threads, [&] {
+    return causal_self_attention(g, qkv.view(), n_head, 0.1f, dropout_rng, true, 0, inputs);
+  });
+  std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+  testing::on_threads(backward_threads, [&] {
+    g.run_backward();
+    return 0;
+  });
+  std::vector<float> values(out.data, out.data + out.numel());
+  values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
+  return values;
+}
+
 // dtype bfloat16: q, k, v, the probabilities and the gradients are rounded as the products pack
 // them; the softmax and every sum stay float32. So the results sit within bfloat16's precision of
 // float32's without being float32's (the rounding happens), on any thread count in the same bits.
@@ -168,18 +190,7 @@ TEST(FusedAttention, Bfloat16ProductsStayWithinBfloat16PrecisionOfFloat32) {
   Rng rng(29);
   OwnedTensor qkv(Shape{B, T, 3 * C}, rng), upstream(Shape{B, T, C}, rng);
   auto run = [&](Dtype inputs, int threads) {
-    Arena arena;
-    Graph g(arena);
-    Rng dropout_rng(4);
-    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
-    return testing::on_threads(threads, [&] {
-      Tensor out = causal_self_attention(g, qkv.view(), 3, 0.1f, dropout_rng, true, 0, inputs);
-      std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
-      g.run_backward();
-      std::vector<float> values(out.data, out.data + out.numel());
-      values.insert(values.end(), qkv.grad.begin(), qkv.grad.end());
-      return values;
-    });
+    return attention_output_and_gradient(qkv, upstream, 3, inputs, threads, threads);
   };
   const std::vector<float> exact = run(Dtype::float32, 1), rounded = run(Dtype::bfloat16, 1);
   std::size_t differing = 0;
@@ -214,18 +225,7 @@ TEST(FusedAttention, BackwardOnMoreThreadsThanForwardUsesItsScratchSafely) {
   Rng rng(21);
   OwnedTensor qkv(Shape{B, T, 3 * C}, rng), upstream(Shape{B, T, C}, rng);
   auto gradient = [&](int forward_threads, int backward_threads) {
-    Arena arena;
-    Graph g(arena);
-    Rng dropout_rng(4);
-    std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
-    Tensor out = testing::on_threads(forward_threads,
-                                     [&] { return causal_self_attention(g, qkv.view(), 4, 0.1f, dropout_rng, true); });
-    std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
-    testing::on_threads(backward_threads, [&] {
-      g.run_backward();
-      return 0;
-    });
-    return qkv.grad;
+    return attention_output_and_gradient(qkv, upstream, 4, Dtype::float32, forward_threads, backward_threads);
   };
   const std::vector<float> reference = gradient(1, 1);
   EXPECT_EQ(gradient(1, 3), reference);
