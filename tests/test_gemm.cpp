@@ -647,23 +647,31 @@ TEST(GemmTiles, HardwarePackingWritesTheEmulationsWords) {
   std::vector<float> matrix = random_vector(300 * 200, 51);
   const float specials[] = {from_bits(0x7f800001u), INFINITY, FLT_MAX, from_bits(0x007fffffu), -FLT_MIN / 4};
   for (std::size_t s = 0; s < matrix.size(); s += 97) matrix[s] = specials[s % 5];
-  const int64_t ld = 200;  // 300 x 200, or read as 200-wide lines either way
+  const int64_t ld = 200;  // 300 x 200
   const auto words = [](int64_t n) { return std::vector<uint32_t>(n, 0xdeadbeefu); };
   for (const auto& [lines, kc] : std::vector<std::pair<int64_t, int64_t>>{
            {16, 32}, {5, 1}, {16, 31}, {13, 300}, {37, 64}, {3, 33}, {70, 130}, {1, 2}})
     for (const bool transposed : {false, true}) {
-      const int64_t k_max = transposed ? 300 : 200, line_max = transposed ? 200 : 300;
-      const int64_t k = std::min(kc, k_max - 7), l = std::min(lines, line_max - 5), steps = padded_pairs(k);
-      const std::string where =
-          "lines " + std::to_string(l) + ", kc " + std::to_string(k) + (transposed ? ", transposed" : ", in order");
-      auto a = words((l + kMR - 1) / kMR * kMR * steps), a_hw = a;
-      pack_a(kMR, transposed, matrix.data(), ld, 5, l, 7, k, a.data());
-      pack_a_avx512(kMR, transposed, matrix.data(), ld, 5, l, 7, k, a_hw.data());
-      EXPECT_EQ(a, a_hw) << "A, " << where;
-      auto b = words((l + kNR - 1) / kNR * kNR * steps), b_hw = b;
-      pack_b(kNR, transposed, matrix.data(), ld, 7, k, 5, l, b.data());
-      pack_b_avx512(kNR, transposed, matrix.data(), ld, 7, k, 5, l, b_hw.data());
-      EXPECT_EQ(b, b_hw) << "B, " << where;
+      // The operand's k and lines cut to the matrix, from row 7 or column 7 on (k) and column 5 or
+      // row 5 on (lines): k runs along the matrix's rows for A in order and for B transposed.
+      const auto fit = [&](bool k_along_rows) {
+        const int64_t k = std::min<int64_t>(kc, (k_along_rows ? 200 : 300) - 7);
+        return std::pair{k, std::min<int64_t>(lines, (k_along_rows ? 300 : 200) - 5)};
+      };
+      const auto describe_case = [&](const char* operand, int64_t k, int64_t l) {
+        return std::string(operand) + ", lines " + std::to_string(l) + ", kc " + std::to_string(k) +
+               (transposed ? ", transposed" : ", in order");
+      };
+      const auto [ka, la] = fit(!transposed);
+      auto a = words((la + kMR - 1) / kMR * kMR * padded_pairs(ka)), a_hw = a;
+      pack_a(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a.data());
+      pack_a_avx512(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a_hw.data());
+      EXPECT_EQ(a, a_hw) << describe_case("A", ka, la);
+      const auto [kb, lb] = fit(transposed);
+      auto b = words((lb + kNR - 1) / kNR * kNR * padded_pairs(kb)), b_hw = b;
+      pack_b(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b.data());
+      pack_b_avx512(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b_hw.data());
+      EXPECT_EQ(b, b_hw) << describe_case("B", kb, lb);
     }
 }
 #endif

@@ -1,9 +1,9 @@
 // The AMX family's packing on one thread: its AVX-512 loops (kernels/gemm/amx_packing.h, what the
-// hardware family runs) against the emulation's scalar loops (amx_tiles.h, what the family ran
-// before 2026-12-03), on the 10.7M recipe's operands as the GEMM driver packs them: a 16384 x 384
-// activation as A (a forward product's), a 1152 x 16384 dy^T as A (a weight gradient's), a
-// 384 x 1152 weight as B, in both storage orders. Needs AVX512_BF16, not AMX. Built on request
-// (cmake --build build --target amx_packing_bench); prints a Markdown table of medians.
+// hardware family runs) against the emulation's scalar loops (amx_tiles.h, the reference), on the
+// 10.7M recipe's operands as the GEMM driver packs them: a 16384 x 384 activation as A (a forward
+// product's), a 1152 x 16384 dy^T as A (a weight gradient's), a 384 x 1152 weight as B, in both
+// storage orders. Needs AVX512_BF16, not AMX. Built on request (cmake --build build --target
+// amx_packing_bench); prints a Markdown table of medians.
 #include <algorithm>
 #include <cstdio>
 #include <vector>

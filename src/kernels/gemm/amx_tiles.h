@@ -1,6 +1,8 @@
 // What both AMX families share (kernels/gemm/amx_bf16.cpp on the hardware, portable_amx_bf16.cpp
-// emulated): the tile layout of the packed operands, the packing, the 16 x 64 micro-kernel written
-// against a Tiles type (registers and the four tile instructions), and the emulated registers.
+// emulated): the tile layout of the packed operands, the 16 x 64 micro-kernel written against a
+// Tiles type (registers and the four tile instructions), and the emulated registers; and the
+// scalar packing, which the emulation runs and the hardware family's AVX-512 packing
+// (amx_packing.h) must equal word for word.
 //
 // The arithmetic (Bf16Arithmetic::tiles, kernels/gemm.h) is the instruction's, measured on Sapphire
 // Rapids (../shared/amx): for each output and each 32 values of k (one instruction), two float32

@@ -4,7 +4,8 @@
 // family needs it, and transposed in registers into the sliver's k steps. The same values as
 // kernels/gemm/packing.h's loops (tests compare every kernel with the portable one). The pair
 // packing of avx512-bf16 (VDPBF16PS's slivers) has both forms here: lines contiguous in k, and
-// lines across the sliver (A^T's rows, B's), a pair joined from two of them per step.
+// lines across the sliver (A^T's rows, B's), a pair joined from two of them per step; its pair
+// helpers also serve the AMX family's packing.
 #pragma once
 
 // GCC 12's AVX-512 shift intrinsics pass an "undefined" register built from itself, which its
@@ -96,12 +97,11 @@ GPT_AVX512_PACKING void pack_float_lines(int64_t width, const float* first_line,
   }
 }
 
-// VDPBF16PS's slivers: as packing.h's, each step a bfloat16 pair (k, k+1) in a 32-bit word
-// (kernels/bfloat16.h's bfloat16_pair: k in the high half, so that the instruction adds it
-// first), the pair past an odd kc padded with zero. The rounding is the family's own instruction,
-// VCVTNE(2)PS2BF16, which rounds exactly as rounded_bfloat16_bits does (all 2^32 inputs compared
-// on Zen 5), in two to six instructions per 32 values where rounding by integer arithmetic took
-// about 25.
+// Bfloat16 pairs (k, k+1) in 32-bit words, as kernels/bfloat16.h's bfloat16_pair: k in the high
+// half, which VDPBF16PS and TDPBF16PS add first. Rounded by VCVTNE(2)PS2BF16, which rounds exactly as
+// rounded_bfloat16_bits does (all 2^32 inputs compared on Zen 5) in two to six instructions per 32
+// values where rounding by integer arithmetic takes about 25. Used by avx512-bf16's packing below
+// and the AMX family's (amx_packing.h).
 
 // 32 consecutive values of a line rounded and joined into 16 pairs: word i holds values 2i, 2i + 1.
 // The instruction leaves value i in half i; rotating each word puts its first value high.
@@ -116,6 +116,7 @@ GPT_AVX512_PAIR_PACKING __m512i bfloat16_pairs_across(__m512 first, __m512 secon
   return _mm512_or_si512(_mm512_slli_epi32(high, 16), low);
 }
 
+// VDPBF16PS's slivers: as packing.h's, each step a pair, the pair past an odd kc padded with zero.
 //
 // The pair packing of lines contiguous in k (an untransposed A, a transposed B) into one sliver of
 // `width` lines, lines past `lines` zero: 32 values of 16 lines at a time, rounded, joined into 16

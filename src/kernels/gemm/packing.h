@@ -1,9 +1,9 @@
 // Packing op(A) and op(B) into the slivers the micro-kernels read, in the float formats: float32,
-// and float32 rounded to bfloat16 (the FMA families' bfloat16 arithmetic). VDPBF16PS's bfloat16
-// pairs are packed in avx512_packing.h, by the one family that reads them. Packing is pure
-// copying and rounding (no arithmetic that could differ between paths) but a tenth of a training
-// step: the bodies are inlined into each family's file, where they compile for its instruction set
-// and move whole vector registers.
+// and float32 rounded to bfloat16 (the FMA families' bfloat16 arithmetic). Bfloat16 pairs are
+// packed in avx512_packing.h (avx512-bf16) and amx_packing.h / amx_tiles.h (the AMX families).
+// Packing is pure copying and rounding (no arithmetic that could differ between paths) but a tenth
+// of a training step: the bodies are inlined into each family's file, where they compile for its
+// instruction set and move whole vector registers.
 #pragma once
 
 #include <algorithm>

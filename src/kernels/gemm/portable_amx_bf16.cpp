@@ -1,7 +1,8 @@
 // The tiles arithmetic's portable family: the AMX micro-kernel (kernels/gemm/amx_tiles.h) on tile
 // registers emulated in C++. Any CPU runs it, with the hardware's bits and far slower: it is what
-// lets a run trained on AMX continue bit for bit elsewhere, and what checks the packing and the
-// blocking of the AMX family on a machine without AMX.
+// lets a run trained on AMX continue bit for bit elsewhere, and what checks the AMX family's
+// micro-kernel and blocking on a machine without AMX. Its scalar packing (amx_tiles.h) is the
+// reference the hardware family's AVX-512 packing is tested against, word for word.
 #include <utility>
 
 #include "kernels/gemm.h"
