@@ -674,6 +674,47 @@ TEST(GemmTiles, HardwarePackingWritesTheEmulationsWords) {
       EXPECT_EQ(b, b_hw) << describe_case("B", kb, lb);
     }
 }
+
+// avx512-fma-bf16 packs float32 and rounds it afterwards with VCVTNEPS2BF16 where the CPU has
+// AVX512_BF16, and rounds inside its packing loops by integer arithmetic elsewhere: the same
+// words, for both storage orders of each operand, runs of slivers (beyond the groups the
+// conversion rounds at a time), partial slivers, kc odd and even, and rounding's special values. Run wherever
+// AVX512_BF16 is, so that the integer rounding, which the family then never takes, stays tested.
+TEST(GemmBfloat16, Avx512RoundedPackingGivesTheSameWordsByConversionAndByIntegers) {
+  if (!cpu_features().avx512bf16) GTEST_SKIP() << "the conversion needs AVX512_BF16";
+  using namespace gemm_detail::avx512_rounded;
+  constexpr int64_t kMR = 12, kNR = 32, ld = 200;  // the family's tile; the matrix is 300 x 200
+  std::vector<float> matrix = random_vector(300 * ld, 61);
+  // A signalling NaN, infinity, the largest float, a tie to even, subnormals of both signs.
+  const float specials[] = {from_bits(0x7f800001u), -INFINITY,   FLT_MAX, from_bits(0x3f818000u),
+                            from_bits(0x007fffffu), -FLT_MIN / 4};
+  for (std::size_t s = 0; s < matrix.size(); s += 89) matrix[s] = specials[s % 6];
+  const auto words = [](int64_t n) { return std::vector<float>(n, from_bits(0xdeadbeefu)); };
+  for (const auto& [lines, kc] : std::vector<std::pair<int64_t, int64_t>>{
+           {12, 32}, {5, 1}, {32, 31}, {13, 256}, {70, 64}, {3, 33}, {100, 131}, {1, 2}, {295, 128}})
+    for (const bool transposed : {false, true}) {
+      // k runs along the matrix's rows for A in order and for B transposed.
+      const auto fit = [&](bool k_along_rows) {
+        return std::pair{std::min<int64_t>(kc, (k_along_rows ? ld : 300) - 7),
+                         std::min<int64_t>(lines, (k_along_rows ? 300 : ld) - 5)};
+      };
+      const auto describe_case = [&](const char* operand, int64_t k, int64_t l) {
+        return std::string(operand) + ", lines " + std::to_string(l) + ", kc " + std::to_string(k) +
+               (transposed ? ", transposed" : ", in order");
+      };
+      const auto padded = [](int64_t k) { return (k + 1) / 2 * 2; };
+      const auto [ka, la] = fit(!transposed);
+      auto a = words((la + kMR - 1) / kMR * kMR * padded(ka)), a_converted = a;
+      pack_a_by_integers(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a.data());
+      pack_a_by_conversion(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a_converted.data());
+      EXPECT_TRUE(same_bits(a, a_converted)) << describe_case("A", ka, la);
+      const auto [kb, lb] = fit(transposed);
+      auto b = words((lb + kNR - 1) / kNR * kNR * padded(kb)), b_converted = b;
+      pack_b_by_integers(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b.data());
+      pack_b_by_conversion(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b_converted.data());
+      EXPECT_TRUE(same_bits(b, b_converted)) << describe_case("B", kb, lb);
+    }
+}
 #endif
 
 TEST(GemmTiles, AreANumericFamilyOfTheirOwn) {

@@ -68,6 +68,58 @@ GPT_TARGET_AVX512F void pack_b(int64_t NR, bool trans_b, const float* B, int64_t
 
 bool supported() { return cpu_features().avx512f; }
 
+// pack_plain(first, count, out) packs lines [first, first + count) as float32 into slivers of
+// `width` at out, kc steps each; they are rounded in place while still in cache, some 64 KB at a
+// time. An odd kc takes a zero pad step per sliver, so those go one at a time.
+template <typename PackPlain>
+void pack_then_round(int64_t width, int64_t count, int64_t kc, float* out, const PackPlain& pack_plain) {
+  const int64_t steps = float_steps<true>(kc), sliver = width * steps;
+  const int64_t group = kc == steps ? std::max<int64_t>(1, (int64_t{16} << 10) / sliver) * width : width;
+  for (int64_t first = 0; first < count; first += group, out += group * steps) {
+    const int64_t lines = std::min(group, count - first), slivers = (lines + width - 1) / width;
+    pack_plain(first, lines, out);
+    if (kc == steps) {
+      avx512::round_to_bfloat16_in_place(out, slivers * sliver);
+    } else {
+      avx512::round_to_bfloat16_in_place(out, width * kc);
+      std::fill(out + width * kc, out + sliver, 0.0f);
+    }
+  }
+}
+
+void pack_a_then_round(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                       int64_t kc, float* out) {
+  pack_then_round(MR, mc, kc, out, [&](int64_t first, int64_t count, float* slivers) {
+    pack_a<false>(MR, trans_a, A, lda, i0 + first, count, p0, kc, slivers);
+  });
+}
+void pack_b_then_round(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
+                       int64_t cols, float* out) {
+  pack_then_round(NR, cols, kc, out, [&](int64_t first, int64_t count, float* slivers) {
+    pack_b<false>(NR, trans_b, B, ldb, p0, kc, j + first, count, slivers);
+  });
+}
+
+}  // namespace
+
+namespace avx512_rounded {
+constinit const PackA<float> pack_a_by_integers = pack_a<true>, pack_a_by_conversion = pack_a_then_round;
+constinit const PackB<float> pack_b_by_integers = pack_b<true>, pack_b_by_conversion = pack_b_then_round;
+}  // namespace avx512_rounded
+
+namespace {
+
+void pack_a_rounded(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0,
+                    int64_t kc, float* out) {
+  using namespace avx512_rounded;
+  (cpu_features().avx512bf16 ? pack_a_by_conversion : pack_a_by_integers)(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+}
+void pack_b_rounded(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j,
+                    int64_t cols, float* out) {
+  using namespace avx512_rounded;
+  (cpu_features().avx512bf16 ? pack_b_by_conversion : pack_b_by_integers)(NR, trans_b, B, ldb, p0, kc, j, cols, out);
+}
+
 }  // namespace
 
 constinit const KernelFamily<float> kAvx512{.name = "avx512",
@@ -90,8 +142,8 @@ constinit const KernelFamily<float> kAvx512Rounded{.name = "avx512-fma-bf16",
                                                    .packed_a = kernels<ARead::packed>(std::make_index_sequence<kMR>()),
                                                    .direct_a = {},
                                                    .columns_a = {},
-                                                   .pack_a = pack_a<true>,
-                                                   .pack_b = pack_b<true>,
+                                                   .pack_a = pack_a_rounded,
+                                                   .pack_b = pack_b_rounded,
                                                    .bfloat16_steps = true,
                                                    .flush_with_mxcsr = true};
 

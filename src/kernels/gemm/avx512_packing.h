@@ -116,6 +116,16 @@ GPT_AVX512_PAIR_PACKING __m512i bfloat16_pairs_across(__m512 first, __m512 secon
   return _mm512_or_si512(_mm512_slli_epi32(high, 16), low);
 }
 
+// Floats rounded to bfloat16 in place, kept as float32 (the FMA families' rounded inputs), by
+// VCVTNEPS2BF16: three instructions per 16 values where rounded_bfloat16_bits takes about a dozen.
+GPT_AVX512_PAIR_PACKING void round_to_bfloat16_in_place(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes = first_lanes(n - i);
+    const __m256i halves = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, values + i)));
+    _mm512_mask_storeu_epi32(values + i, lanes, _mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+  }
+}
+
 // VDPBF16PS's slivers: as packing.h's, each step a pair, the pair past an odd kc padded with zero.
 //
 // The pair packing of lines contiguous in k (an untransposed A, a transposed B) into one sliver of

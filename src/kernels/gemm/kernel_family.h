@@ -112,6 +112,13 @@ struct KernelFamily {
 extern const KernelFamily<float> kPortable, kPortableRounded;
 extern const KernelFamily<float> kAvx2, kAvx2Rounded;
 extern const KernelFamily<float> kAvx512, kAvx512Rounded;
+// kAvx512Rounded's packing both ways, which tests compare: rounding inside the packing loops by
+// integer arithmetic (any AVX-512 CPU), or packing float32 and then rounding it by VCVTNEPS2BF16
+// (AVX512_BF16 only: the family's choice where the CPU has it).
+namespace avx512_rounded {
+extern const PackA<float> pack_a_by_integers, pack_a_by_conversion;
+extern const PackB<float> pack_b_by_integers, pack_b_by_conversion;
+}  // namespace avx512_rounded
 extern const KernelFamily<uint32_t> kAvx512Bf16;
 extern const KernelFamily<float> kNeon;  // aarch64; bfloat16 inputs run on kPortableRounded there
 // The tiles arithmetic: AMX's TDPBF16PS, and the same instructions emulated in C++ (any CPU).
