@@ -29,6 +29,8 @@
 #include <immintrin.h>
 
 #include "kernels/gemm/amx_packing.h"
+#include "kernels/gemm/flush_subnormals.h"
+#include "kernels/gemm/kernel_family.h"
 #endif
 
 namespace gpt {
@@ -637,83 +639,102 @@ TEST(GemmTiles, EmulationSumsInTheTileInstructionsOrder) {
 }
 
 #if GPT_X86_64
+// Two packings of one family's layout, compared word for word: both storage orders of A and B from
+// a 300 x 200 matrix with rounding's special values spread through it (NaNs signalling and quiet,
+// infinities, the largest float, a tie to even, zeros of both signs, the smallest normal,
+// subnormals), k cut to the matrix from row or column 7 and the lines from column or row 5 on
+// (k runs along the matrix's rows for A in order and for B transposed), with and without MXCSR's
+// flushing, which products that flush subnormals pack under. The words past the packed size must
+// be left alone.
+template <typename Word>
+struct TwoPackings {
+  const gemm_detail::KernelFamily<Word>& family;  // its MR, NR and steps give the layout
+  gemm_detail::PackA<Word> reference_a, candidate_a;
+  gemm_detail::PackB<Word> reference_b, candidate_b;
+};
+
+template <typename Word>
+void expect_the_same_packed_words(const TwoPackings<Word>& packings,
+                                  const std::vector<std::pair<int64_t, int64_t>>& lines_and_kc) {
+  constexpr int64_t kRows = 300, ld = 200, kPastTheEnd = 16;
+  std::vector<float> matrix = random_vector(kRows * ld, 51);
+  const float specials[] = {from_bits(0x7f800001u),
+                            from_bits(0xffc00001u),
+                            INFINITY,
+                            -INFINITY,
+                            FLT_MAX,
+                            from_bits(0x3f818000u),
+                            -0.0f,
+                            FLT_MIN,
+                            from_bits(0x007fffffu),
+                            -FLT_MIN / 4};
+  constexpr std::size_t kSpecials = std::size(specials);
+  for (std::size_t s = 0; s < matrix.size(); s += 89) matrix[s] = specials[s % kSpecials];
+  const gemm_detail::KernelFamily<Word>& family = packings.family;
+  const uint32_t sentinel_bits = 0xdeadbeefu;
+  Word sentinel;
+  std::memcpy(&sentinel, &sentinel_bits, sizeof sentinel);
+  const auto words = [&](int64_t lines, int64_t width, int64_t kc) {
+    return std::vector<Word>((lines + width - 1) / width * width * family.steps(kc) + kPastTheEnd, sentinel);
+  };
+  const auto same_words = [](const Word* a, const Word* b, std::size_t n) {
+    return std::memcmp(a, b, n * sizeof(Word)) == 0;
+  };
+  // Both packings' words equal, and those past the packed size still the sentinel.
+  const auto expect_same = [&](const std::vector<Word>& reference, const std::vector<Word>& candidate,
+                               const std::string& what) {
+    EXPECT_TRUE(same_words(reference.data(), candidate.data(), reference.size())) << what;
+    const std::vector<Word> sentinels(kPastTheEnd, sentinel);
+    for (const std::vector<Word>* packed : {&reference, &candidate})
+      EXPECT_TRUE(same_words(packed->data() + packed->size() - kPastTheEnd, sentinels.data(), kPastTheEnd))
+          << what << ": written past the packed size";
+  };
+  for (const auto& [lines, kc] : lines_and_kc)
+    for (const bool transposed : {false, true})
+      for (const bool flushing : {false, true}) {
+        const gemm_detail::FlushSubnormals flush(flushing);
+        const auto fit = [&](bool k_along_rows) {
+          return std::pair{std::min<int64_t>(kc, (k_along_rows ? ld : kRows) - 7),
+                           std::min<int64_t>(lines, (k_along_rows ? kRows : ld) - 5)};
+        };
+        const auto describe_case = [&](const char* operand, int64_t k, int64_t l) {
+          return std::string(operand) + ", lines " + std::to_string(l) + ", kc " + std::to_string(k) +
+                 (transposed ? ", transposed" : ", in order") + (flushing ? ", flushing" : "");
+        };
+        const auto [ka, la] = fit(!transposed);
+        auto a = words(la, family.MR, ka), a_candidate = a;
+        packings.reference_a(family.MR, transposed, matrix.data(), ld, 5, la, 7, ka, a.data());
+        packings.candidate_a(family.MR, transposed, matrix.data(), ld, 5, la, 7, ka, a_candidate.data());
+        expect_same(a, a_candidate, describe_case("A", ka, la));
+        const auto [kb, lb] = fit(transposed);
+        auto b = words(lb, family.NR, kb), b_candidate = b;
+        packings.reference_b(family.NR, transposed, matrix.data(), ld, 7, kb, 5, lb, b.data());
+        packings.candidate_b(family.NR, transposed, matrix.data(), ld, 7, kb, 5, lb, b_candidate.data());
+        expect_same(b, b_candidate, describe_case("B", kb, lb));
+      }
+}
+
 // The hardware family packs with AVX-512 and the emulation with scalar loops: the same words, for
-// both storage orders of each operand, partial slivers, k odd and across tiles, an offset into the
-// matrix, rounding's special values (a signalling NaN, infinity, the largest float, subnormals).
-// Run wherever AVX512_BF16 is, so the packing is checked without AMX.
+// partial slivers, k odd and across tiles. Run wherever AVX512_BF16 is, so the packing is checked
+// without AMX.
 TEST(GemmTiles, HardwarePackingWritesTheEmulationsWords) {
   if (!cpu_features().avx512bf16) GTEST_SKIP() << "the AMX family's packing needs AVX512_BF16";
   using namespace gemm_detail::amx;
-  std::vector<float> matrix = random_vector(300 * 200, 51);
-  const float specials[] = {from_bits(0x7f800001u), INFINITY, FLT_MAX, from_bits(0x007fffffu), -FLT_MIN / 4};
-  for (std::size_t s = 0; s < matrix.size(); s += 97) matrix[s] = specials[s % 5];
-  const int64_t ld = 200;  // 300 x 200
-  const auto words = [](int64_t n) { return std::vector<uint32_t>(n, 0xdeadbeefu); };
-  for (const auto& [lines, kc] : std::vector<std::pair<int64_t, int64_t>>{
-           {16, 32}, {5, 1}, {16, 31}, {13, 300}, {37, 64}, {3, 33}, {70, 130}, {1, 2}})
-    for (const bool transposed : {false, true}) {
-      // The operand's k and lines cut to the matrix, from row 7 or column 7 on (k) and column 5 or
-      // row 5 on (lines): k runs along the matrix's rows for A in order and for B transposed.
-      const auto fit = [&](bool k_along_rows) {
-        const int64_t k = std::min<int64_t>(kc, (k_along_rows ? 200 : 300) - 7);
-        return std::pair{k, std::min<int64_t>(lines, (k_along_rows ? 300 : 200) - 5)};
-      };
-      const auto describe_case = [&](const char* operand, int64_t k, int64_t l) {
-        return std::string(operand) + ", lines " + std::to_string(l) + ", kc " + std::to_string(k) +
-               (transposed ? ", transposed" : ", in order");
-      };
-      const auto [ka, la] = fit(!transposed);
-      auto a = words((la + kMR - 1) / kMR * kMR * padded_pairs(ka)), a_hw = a;
-      pack_a(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a.data());
-      pack_a_avx512(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a_hw.data());
-      EXPECT_EQ(a, a_hw) << describe_case("A", ka, la);
-      const auto [kb, lb] = fit(transposed);
-      auto b = words((lb + kNR - 1) / kNR * kNR * padded_pairs(kb)), b_hw = b;
-      pack_b(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b.data());
-      pack_b_avx512(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b_hw.data());
-      EXPECT_EQ(b, b_hw) << describe_case("B", kb, lb);
-    }
+  expect_the_same_packed_words<uint32_t>({gemm_detail::kPortableAmxBf16, pack_a, pack_a_avx512, pack_b, pack_b_avx512},
+                                         {{16, 32}, {5, 1}, {16, 31}, {13, 300}, {37, 64}, {3, 33}, {70, 130}, {1, 2}});
 }
 
 // avx512-fma-bf16 packs float32 and rounds it afterwards with VCVTNEPS2BF16 where the CPU has
-// AVX512_BF16, and rounds inside its packing loops by integer arithmetic elsewhere: the same
-// words, for both storage orders of each operand, runs of slivers (beyond the groups the
-// conversion rounds at a time), partial slivers, kc odd and even, and rounding's special values. Run wherever
-// AVX512_BF16 is, so that the integer rounding, which the family then never takes, stays tested.
+// AVX512_BF16, and rounds inside its packing loops by integer arithmetic elsewhere: the same words,
+// for runs of slivers (beyond the groups the conversion rounds at a time), partial slivers, kc odd
+// and even. Run wherever AVX512_BF16 is, so that the integer rounding, which the family then never
+// takes, stays tested.
 TEST(GemmBfloat16, Avx512RoundedPackingGivesTheSameWordsByConversionAndByIntegers) {
   if (!cpu_features().avx512bf16) GTEST_SKIP() << "the conversion needs AVX512_BF16";
   using namespace gemm_detail::avx512_rounded;
-  constexpr int64_t kMR = 12, kNR = 32, ld = 200;  // the family's tile; the matrix is 300 x 200
-  std::vector<float> matrix = random_vector(300 * ld, 61);
-  // A signalling NaN, infinity, the largest float, a tie to even, subnormals of both signs.
-  const float specials[] = {from_bits(0x7f800001u), -INFINITY,   FLT_MAX, from_bits(0x3f818000u),
-                            from_bits(0x007fffffu), -FLT_MIN / 4};
-  for (std::size_t s = 0; s < matrix.size(); s += 89) matrix[s] = specials[s % 6];
-  const auto words = [](int64_t n) { return std::vector<float>(n, from_bits(0xdeadbeefu)); };
-  for (const auto& [lines, kc] : std::vector<std::pair<int64_t, int64_t>>{
-           {12, 32}, {5, 1}, {32, 31}, {13, 256}, {70, 64}, {3, 33}, {100, 131}, {1, 2}, {295, 128}})
-    for (const bool transposed : {false, true}) {
-      // k runs along the matrix's rows for A in order and for B transposed.
-      const auto fit = [&](bool k_along_rows) {
-        return std::pair{std::min<int64_t>(kc, (k_along_rows ? ld : 300) - 7),
-                         std::min<int64_t>(lines, (k_along_rows ? 300 : ld) - 5)};
-      };
-      const auto describe_case = [&](const char* operand, int64_t k, int64_t l) {
-        return std::string(operand) + ", lines " + std::to_string(l) + ", kc " + std::to_string(k) +
-               (transposed ? ", transposed" : ", in order");
-      };
-      const auto padded = [](int64_t k) { return (k + 1) / 2 * 2; };
-      const auto [ka, la] = fit(!transposed);
-      auto a = words((la + kMR - 1) / kMR * kMR * padded(ka)), a_converted = a;
-      pack_a_by_integers(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a.data());
-      pack_a_by_conversion(kMR, transposed, matrix.data(), ld, 5, la, 7, ka, a_converted.data());
-      EXPECT_TRUE(same_bits(a, a_converted)) << describe_case("A", ka, la);
-      const auto [kb, lb] = fit(transposed);
-      auto b = words((lb + kNR - 1) / kNR * kNR * padded(kb)), b_converted = b;
-      pack_b_by_integers(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b.data());
-      pack_b_by_conversion(kNR, transposed, matrix.data(), ld, 7, kb, 5, lb, b_converted.data());
-      EXPECT_TRUE(same_bits(b, b_converted)) << describe_case("B", kb, lb);
-    }
+  expect_the_same_packed_words<float>(
+      {gemm_detail::kAvx512Rounded, pack_a_by_integers, pack_a_by_conversion, pack_b_by_integers, pack_b_by_conversion},
+      {{12, 32}, {5, 1}, {32, 31}, {13, 256}, {70, 64}, {3, 33}, {100, 131}, {1, 2}, {295, 128}});
 }
 #endif
 

@@ -32,20 +32,25 @@ struct Operands {
   }
 };
 
-// One packing's two implementations, as the driver calls them: A in items of 48 rows (MC) per K
-// block of `block` values, B per K block, every sliver at once.
+// One packing's two implementations, as the driver calls them: A in work items of MC rows per K
+// block, B per K block, every sliver at once; `layout` is the family whose slivers both write.
 template <typename Packed>
 struct Packing {
   const char* family;
   const char* reference;  // what the faster form is measured against
-  int64_t MR, NR, block;
+  const gpt::gemm_detail::KernelFamily<Packed>& layout;
   PackA<Packed> reference_a, fast_a;
   PackB<Packed> reference_b, fast_b;
 };
 
 template <typename Packed>
 void print_rows(const Operands& m, const Packing<Packed>& packing) {
-  std::vector<Packed> out((m.cols + 64) * (packing.block + 32));
+  using gpt::gemm_detail::MC;
+  const auto& layout = packing.layout;
+  const int64_t block = layout.kc_values();
+  const auto whole_slivers = [](int64_t lines, int64_t width) { return (lines + width - 1) / width * width; };
+  std::vector<Packed> out(std::max(whole_slivers(MC, layout.MR), whole_slivers(m.cols, layout.NR)) *
+                          layout.steps(block));
   const auto row = [&](const char* operand, int64_t first, int64_t second, bool transposed, double reference,
                        double fast) {
     std::printf("| %s | %s %lld x %lld | %s | %s | %.2f | %.2f | %.1fx |\n", packing.family, operand,
@@ -53,20 +58,19 @@ void print_rows(const Operands& m, const Packing<Packed>& packing) {
                 packing.reference, reference, fast, reference / fast);
   };
   // op(A) in rows: the activation of a forward product; transposed: a weight gradient's dy^T
-  // (dy 16384 x 1152), 48 rows of it times K blocks of tokens per work item.
+  // (dy 16384 x 1152), MC rows of it times K blocks of tokens per work item.
   for (const bool transposed : {false, true}) {
     const int64_t M = transposed ? m.cols : m.rows, K = transposed ? m.rows : m.width;
     const int64_t lda = transposed ? m.cols : m.width;
     const float* A = transposed ? m.gradient.data() : m.activation.data();
     const auto time_a = [&](PackA<Packed> pack) {
-      return 1e3 *
-             median_seconds(
-                 [&] {
-                   for (int64_t p0 = 0; p0 < K; p0 += packing.block)
-                     for (int64_t i0 = 0; i0 < M; i0 += 48)
-                       pack(packing.MR, transposed, A, lda, i0, 48, p0, std::min(packing.block, K - p0), out.data());
-                 },
-                 9);
+      return 1e3 * median_seconds(
+                       [&] {
+                         for (int64_t p0 = 0; p0 < K; p0 += block)
+                           for (int64_t i0 = 0; i0 < M; i0 += MC)
+                             pack(layout.MR, transposed, A, lda, i0, MC, p0, std::min(block, K - p0), out.data());
+                       },
+                       9);
     };
     row("A", M, K, transposed, time_a(packing.reference_a), time_a(packing.fast_a));
   }
@@ -75,9 +79,9 @@ void print_rows(const Operands& m, const Packing<Packed>& packing) {
     const auto time_b = [&](PackB<Packed> pack) {
       return 1e3 * median_seconds(
                        [&] {
-                         for (int64_t p0 = 0; p0 < m.width; p0 += packing.block)
-                           pack(packing.NR, transposed, m.weight.data(), ldb, p0, std::min(packing.block, m.width - p0),
-                                0, m.cols, out.data());
+                         for (int64_t p0 = 0; p0 < m.width; p0 += block)
+                           pack(layout.NR, transposed, m.weight.data(), ldb, p0, std::min(block, m.width - p0), 0,
+                                m.cols, out.data());
                        },
                        101);  // a tenth of a millisecond: more runs to see past the host's noise
     };
@@ -97,9 +101,9 @@ int main() {
   const Operands operands;
   std::printf("| family | operand | storage | reference | reference ms | faster form ms | speed-up |\n");
   std::printf("| --- | --- | --- | --- | --- | --- | --- |\n");
-  print_rows(operands, Packing<uint32_t>{"amx-bf16", "emulation's loops", amx::kMR, amx::kNR, 512, amx::pack_a,
-                                         amx::pack_a_avx512, amx::pack_b, amx::pack_b_avx512});
-  print_rows(operands,
-             Packing<float>{"avx512-fma-bf16", "by integers", 12, 32, 256, rounded::pack_a_by_integers,
-                            rounded::pack_a_by_conversion, rounded::pack_b_by_integers, rounded::pack_b_by_conversion});
+  print_rows(operands, Packing<uint32_t>{"amx-bf16", "emulation's loops", gpt::gemm_detail::kPortableAmxBf16,
+                                         amx::pack_a, amx::pack_a_avx512, amx::pack_b, amx::pack_b_avx512});
+  print_rows(operands, Packing<float>{"avx512-fma-bf16", "by integers", gpt::gemm_detail::kAvx512Rounded,
+                                      rounded::pack_a_by_integers, rounded::pack_a_by_conversion,
+                                      rounded::pack_b_by_integers, rounded::pack_b_by_conversion});
 }

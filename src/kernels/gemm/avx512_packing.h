@@ -109,11 +109,14 @@ GPT_AVX512_PAIR_PACKING __m512i bfloat16_pairs_along(__m512 first16, __m512 next
   return _mm512_rol_epi32(reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(next16, first16)), 16);
 }
 
+// 16 values rounded to bfloat16, each in the low half of its 32-bit word (the high half zero).
+GPT_AVX512_PAIR_PACKING __m512i bfloat16_low_halves(__m512 x) {
+  return _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(x)));
+}
+
 // Values of two lines rounded and joined lane by lane: word i holds first[i] high, second[i] low.
 GPT_AVX512_PAIR_PACKING __m512i bfloat16_pairs_across(__m512 first, __m512 second) {
-  const __m512i high = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(first)));
-  const __m512i low = _mm512_cvtepu16_epi32(reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(second)));
-  return _mm512_or_si512(_mm512_slli_epi32(high, 16), low);
+  return _mm512_or_si512(_mm512_slli_epi32(bfloat16_low_halves(first), 16), bfloat16_low_halves(second));
 }
 
 // Floats rounded to bfloat16 in place, kept as float32 (the FMA families' rounded inputs), by
@@ -121,8 +124,8 @@ GPT_AVX512_PAIR_PACKING __m512i bfloat16_pairs_across(__m512 first, __m512 secon
 GPT_AVX512_PAIR_PACKING void round_to_bfloat16_in_place(float* values, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 lanes = first_lanes(n - i);
-    const __m256i halves = reinterpret_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(lanes, values + i)));
-    _mm512_mask_storeu_epi32(values + i, lanes, _mm512_slli_epi32(_mm512_cvtepu16_epi32(halves), 16));
+    const __m512i halves = bfloat16_low_halves(_mm512_maskz_loadu_ps(lanes, values + i));
+    _mm512_mask_storeu_epi32(values + i, lanes, _mm512_slli_epi32(halves, 16));
   }
 }
 
