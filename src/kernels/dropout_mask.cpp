@@ -9,6 +9,8 @@
 // -Wmaybe-uninitialized reports once they are inlined (GCC bug 105593).
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+
+#include "kernels/avx512_lanes.h"
 #elif GPT_AARCH64
 #include <arm_neon.h>
 #endif
@@ -60,7 +62,7 @@ GPT_TARGET_AVX512 void dropout_loop_avx512(const DropoutKeys& keys, uint64_t fir
                                                     _mm512_set1_epi64(static_cast<int64_t>(kSplitmixIncrement))));
   __m512i high = _mm512_add_epi64(low, _mm512_set1_epi64(static_cast<int64_t>(8 * kSplitmixIncrement)));
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 lanes = static_cast<__mmask16>(n - j >= 16 ? 0xffffu : (1u << (n - j)) - 1);
+    const __mmask16 lanes = first_lanes(n - j);
     const __mmask16 kept =
         static_cast<__mmask16>((_mm512_cmpge_epu64_mask(hash_bits(low), threshold) |
                                 static_cast<unsigned>(_mm512_cmpge_epu64_mask(hash_bits(high), threshold)) << 8) &

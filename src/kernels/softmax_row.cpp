@@ -8,6 +8,8 @@
 
 #if GPT_X86_64
 #include <immintrin.h>
+
+#include "kernels/avx512_lanes.h"
 #endif
 
 namespace gpt {
@@ -54,12 +56,6 @@ GPT_TARGET_AVX512 GPT_ALWAYS_INLINE __m512 fast_exp_avx512(__m512 x) {
   return _mm512_castsi512_ps(_mm512_add_epi32(_mm512_castps_si512(p), exponent));
 }
 
-// The lanes of the vector at row + j that lie before `end`.
-GPT_TARGET_AVX512 GPT_ALWAYS_INLINE __mmask16 live_lanes(int64_t j, int64_t end) {
-  const int64_t count = std::clamp<int64_t>(end - j, 0, 16);
-  return static_cast<__mmask16>((1u << count) - 1);
-}
-
 GPT_TARGET_AVX512 GPT_ALWAYS_INLINE float combine_max_lanes(__m512 v) {
   alignas(64) float lanes[kSumLanes];
   _mm512_store_ps(lanes, v);
@@ -78,7 +74,7 @@ GPT_TARGET_AVX512 GPT_ALWAYS_INLINE float combine_sum_lanes(__m512 v) {
 // lose to row[0] in the max: nothing to compute), j < width.
 GPT_TARGET_AVX512 GPT_ALWAYS_INLINE void zero_masked_vectors(float* row, int64_t n, int64_t width) {
   for (int64_t j = (n + 15) / 16 * 16; j < width; j += 16)
-    _mm512_mask_storeu_ps(row + j, live_lanes(j, width), _mm512_setzero_ps());
+    _mm512_mask_storeu_ps(row + j, first_lanes(width - j), _mm512_setzero_ps());
 }
 
 // row[j] <- j < n ? fast_exp(row[j] scale - max) times `factor` (when given) : 0, for j < width;
@@ -89,7 +85,7 @@ GPT_TARGET_AVX512 GPT_ALWAYS_INLINE __m512 exps_avx512(float* row, int64_t n, in
   const __m512 vscale = _mm512_set1_ps(scale), vmax = _mm512_set1_ps(max), vfactor = _mm512_set1_ps(factor);
   __m512 sums = _mm512_setzero_ps();
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 stored = live_lanes(j, width), live = live_lanes(j, n);
+    const __mmask16 stored = first_lanes(width - j), live = first_lanes(n - j);
     const __m512 x = _mm512_maskz_loadu_ps(stored, row + j);
     __m512 e = _mm512_maskz_mov_ps(live, fast_exp_avx512(_mm512_sub_ps(_mm512_mul_ps(x, vscale), vmax)));
     sums = _mm512_mask_add_ps(sums, stored, sums, e);
@@ -104,14 +100,14 @@ GPT_TARGET_AVX512 SoftmaxRowStats softmax_row_avx512(float* row, int64_t n, int6
   const __m512 first = _mm512_set1_ps(row[0]);
   __m512 maxima = first;
   for (int64_t j = 0; j < n; j += 16) {
-    const __m512 x = _mm512_mask_loadu_ps(first, live_lanes(j, n), row + j);  // row[0] stands in past n
-    maxima = _mm512_mask_max_ps(maxima, live_lanes(j, width), x, maxima);
+    const __m512 x = _mm512_mask_loadu_ps(first, first_lanes(n - j), row + j);  // row[0] stands in past n
+    maxima = _mm512_mask_max_ps(maxima, first_lanes(width - j), x, maxima);
   }
   const float max = combine_max_lanes(maxima) * scale;
   const float inv = 1.0f / combine_sum_lanes(exps_avx512<false>(row, n, width, scale, max, 1.0f));
   const __m512 vinv = _mm512_set1_ps(inv);
   for (int64_t j = 0; j < n; j += 16) {
-    const __mmask16 stored = live_lanes(j, width);
+    const __mmask16 stored = first_lanes(width - j);
     _mm512_mask_storeu_ps(row + j, stored, _mm512_mul_ps(_mm512_maskz_loadu_ps(stored, row + j), vinv));
   }
   return {max, inv};

@@ -15,15 +15,15 @@ namespace gpt::gemm_detail::amx {
 // Pairs 16 t .. 16 t + 15 of a line contiguous in k (kc values from `line`), rounded; zero past kc.
 GPT_AMX_PACKING __m512i tile_row_along(const float* line, int64_t kc, int64_t t) {
   const int64_t k0 = 32 * t;
-  return avx512::bfloat16_pairs_along(_mm512_maskz_loadu_ps(avx512::first_lanes(kc - k0), line + k0),
-                                      _mm512_maskz_loadu_ps(avx512::first_lanes(kc - k0 - 16), line + k0 + 16));
+  return avx512::bfloat16_pairs_along(_mm512_maskz_loadu_ps(first_lanes(kc - k0), line + k0),
+                                      _mm512_maskz_loadu_ps(first_lanes(kc - k0 - 16), line + k0 + 16));
 }
 
 // Pair s of 16 lines lying side by side along rows of k (`lines` of them present, the rest zero),
 // rows 2 s and 2 s + 1 of `first_row`, kc rows of k: zero past kc.
 GPT_AMX_PACKING __m512i pair_across(const float* first_row, int64_t ld, int64_t lines, int64_t kc, int64_t s) {
   if (2 * s >= kc) return _mm512_setzero_si512();
-  const __mmask16 present = avx512::first_lanes(lines);
+  const __mmask16 present = first_lanes(lines);
   const float* first = first_row + 2 * s * ld;
   const __m512 second = 2 * s + 1 < kc ? _mm512_maskz_loadu_ps(present, first + ld) : _mm512_setzero_ps();
   return avx512::bfloat16_pairs_across(_mm512_maskz_loadu_ps(present, first), second);

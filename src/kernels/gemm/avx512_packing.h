@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <cstdint>
 
+#include "kernels/avx512_lanes.h"
 #include "kernels/gemm/packing.h"
 
 #define GPT_AVX512_PACKING __attribute__((target("avx512f"))) inline
@@ -37,11 +38,6 @@ GPT_AVX512_PACKING __m512i rounded_bfloat16_bits(__m512 x) {
   const __mmask16 tiny = _mm512_cmplt_epu32_mask(magnitude, _mm512_set1_epi32(0x00800000));
   const __mmask16 nan = _mm512_cmpgt_epu32_mask(magnitude, _mm512_set1_epi32(0x7f800000));
   return _mm512_mask_blend_epi32(nan, _mm512_mask_blend_epi32(tiny, nearest, signed_zero), quiet_nan);
-}
-
-// The first n of 16 lanes.
-inline __mmask16 first_lanes(int64_t n) {
-  return static_cast<__mmask16>(n >= 16 ? 0xffffu : (1u << std::max<int64_t>(n, 0)) - 1);
 }
 
 // Transposes 16 x 16 words in place: w[i] lane j becomes w[j] lane i.
