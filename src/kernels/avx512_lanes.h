@@ -10,8 +10,6 @@
 namespace gpt {
 
 // The first n of 16 lanes as a mask: none for n <= 0, all for n >= 16.
-inline __mmask16 first_lanes(int64_t n) {
-  return static_cast<__mmask16>((1u << std::clamp<int64_t>(n, 0, 16)) - 1);
-}
+inline __mmask16 first_lanes(int64_t n) { return static_cast<__mmask16>((1u << std::clamp<int64_t>(n, 0, 16)) - 1); }
 
 }  // namespace gpt
