@@ -285,7 +285,8 @@ TEST(OpGrad, CausalSelfAttentionWithDropout) {
 }
 
 TEST(OpGrad, CausalSelfAttentionLongerThanOneRowBlock) {
-  // T = 70 > 64 exercises the second query block, which sees keys of the first.
+  // T = 70: three query blocks of up to 32 rows, each seeing keys of the ones before; the first
+  // ends inside the first chunk of 64 keys, the last inside the second.
   auto inputs = make_inputs({Shape{1, 70, 6}}, 28, 0.5f);
   expect_gradcheck(
       [](Graph& g, const std::vector<Tensor>& in) {
@@ -296,7 +297,7 @@ TEST(OpGrad, CausalSelfAttentionLongerThanOneRowBlock) {
 }
 
 TEST(OpGrad, CausalSelfAttentionWithDropoutLongerThanOneRowBlock) {
-  // Backward recomputes each block's probabilities and dropout mask; the second block's must
+  // Backward recomputes each block's probabilities and dropout mask; the later blocks' must
   // match what forward used.
   auto inputs = make_inputs({Shape{1, 70, 6}}, 30, 0.5f);
   expect_gradcheck(
@@ -319,7 +320,7 @@ TEST(OpGrad, GroupedQueryAttention) {
 }
 
 TEST(OpGrad, GroupedQueryAttentionWithDropoutLongerThanOneRowBlock) {
-  // One kv head for 3 query heads (multi-query), T = 70: the second row block, dropout.
+  // One kv head for 3 query heads (multi-query), T = 70: several row blocks, dropout.
   auto inputs = make_inputs({Shape{1, 70, 10}}, 32, 0.5f);
   expect_gradcheck(
       [](Graph& g, const std::vector<Tensor>& in) {

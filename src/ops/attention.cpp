@@ -28,7 +28,16 @@ namespace gpt {
 
 namespace {
 
-constexpr int64_t kRowBlock = 64;  // query rows per block, and keys per packed chunk of v or k
+// Query rows per block: a block multiplies against keys 0 .. its end, so the masked part of the
+// diagonal is at most half a block. Keys per packed chunk of v or k: a product over keys runs
+// chunk by chunk, and longer chunks keep its tile of the output in registers longer.
+constexpr int64_t kRowBlock = 32;
+constexpr int64_t kKeyChunk = 64;
+static_assert(kKeyChunk % kRowBlock == 0);
+
+// The end of the chunk of keys that key i1 - 1 is in: the products over chunks read a block's
+// probabilities (and their gradients) up to there, zeros past its diagonal.
+int64_t chunk_end(int64_t i1, int64_t T) { return std::min(T, (i1 + kKeyChunk - 1) / kKeyChunk * kKeyChunk); }
 
 struct AttentionDims {
   int64_t B, T, C, H, KV, hs;  // C = H hs: the output width
@@ -50,7 +59,7 @@ int64_t scratch_floats_per_thread(const AttentionDims& d) { return 3 * std::min(
 // head in the calling thread's grow-only storage.
 struct HeadPacks {
   PackedMatrix transposed;  // m^T (hs x T): the first i1 columns serve rows ending at i1
-  // m in chunks of kRowBlock rows (keys): a product over keys 0 .. i1 runs chunk by chunk.
+  // m in chunks of kKeyChunk rows (keys): a product over keys 0 .. i1 runs chunk by chunk.
   std::vector<PackedMatrix> chunks;
 };
 HeadPacks& thread_packs(int which) {
@@ -63,24 +72,25 @@ void pack_transposed(const AttentionDims& d, const float* m, PackedMatrix& out) 
 }
 
 void pack_chunks(const AttentionDims& d, const float* m, std::vector<PackedMatrix>& chunks) {
-  const auto count = static_cast<std::size_t>((d.T + kRowBlock - 1) / kRowBlock);
+  const auto count = static_cast<std::size_t>((d.T + kKeyChunk - 1) / kKeyChunk);
   if (chunks.size() < count) chunks.resize(count);
   for (std::size_t c = 0; c < count; ++c) {
-    const int64_t first = static_cast<int64_t>(c) * kRowBlock;
-    chunks[c].pack(false, std::min(kRowBlock, d.T - first), d.hs, m + first * d.width, d.width, d.inputs);
+    const int64_t first = static_cast<int64_t>(c) * kKeyChunk;
+    chunks[c].pack(false, std::min(kKeyChunk, d.T - first), d.hs, m + first * d.width, d.width, d.inputs);
   }
 }
 
-// c[rows, hs] (+)= p[rows, 0 .. keys) m[0 .. keys, hs] with m in chunks: each chunk's products
-// continue the multiply-add chains of the one before, so the bits are those of one product.
+// c[rows, hs] (+)= p[rows, 0 .. keys) m[0 .. keys, hs] with m in chunks (p zero from keys to the
+// chunk's end): each chunk's products continue the multiply-add chains of the one before, so the
+// bits are those of one product.
 void times_chunks(const AttentionDims& d, int64_t rows, const float* p, int64_t ldp, int64_t keys,
                   const std::vector<PackedMatrix>& chunks, float* c, int64_t ldc, bool accumulate) {
-  for (int64_t first = 0; first < keys; first += kRowBlock)
-    gemm_prepacked_columns(rows, p + first, ldp, chunks[first / kRowBlock], 0, d.hs, c, ldc, accumulate || first > 0);
+  for (int64_t first = 0; first < keys; first += kKeyChunk)
+    gemm_prepacked_columns(rows, p + first, ldp, chunks[first / kKeyChunk], 0, d.hs, c, ldc, accumulate || first > 0);
 }
 
 // Probabilities of query rows i0..i1 of head (b, h) against keys 0..i1, rows with stride T:
-// `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal, `dropped` the same with
+// `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal up to chunk_end(i1), `dropped` the same with
 // the dropout mask applied (it is left alone when dropout is off). Forward fills the rows' softmax
 // stats (`found`, indexed by query row); backward redoes the rows from them (`known`).
 void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, const PackedMatrix& keys_t, int64_t i0,
@@ -89,17 +99,19 @@ void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, con
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
   gemm_prepacked_columns(i1 - i0, q + i0 * W, W, keys_t, 0, i1, probs, T, false);
+  const int64_t end = chunk_end(i1, T);
   for (int64_t i = i0; i < i1; ++i) {
     float* row = probs + (i - i0) * T;
     if (known)
       softmax_row_again(row, i + 1, i1, scale, known[i]);
     else
       found[i] = softmax_row_with_stats(row, i + 1, i1, scale);
+    std::fill(row + i1, row + end, 0.0f);
     if (mask.active) {
       float* drow = dropped + (i - i0) * T;
       const int64_t base = (bh * T + i) * T;
       mask.apply_range(base, row, drow, i + 1);
-      std::fill(drow + i + 1, drow + i1, 0.0f);
+      std::fill(drow + i + 1, drow + end, 0.0f);
     }
   }
 }
@@ -204,7 +216,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
           const float* prow = p + (i - i0) * T;
           const float dot = dots[i - i0];
           for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
-          for (int64_t j = i + 1; j < i1; ++j) row[j] = 0.0f;
+          std::fill(row + i + 1, row + chunk_end(i1, T), 0.0f);
         }
         times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);             // dq
         gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true, d.inputs);  // dk
