@@ -456,6 +456,55 @@ uint32_t to_bits(float x) {
   return bits;
 }
 
+// Multiply-adds of bfloat16 values whose exact results lie just below FLT_MIN: {a, b, acc, what
+// x86 returns under flush-to-zero}. It calls a result tiny after rounding it to 24 bits with an
+// unbounded exponent (the step there is 2^-150), so exact results in [FLT_MIN - 2^-150, FLT_MIN -
+// 2^-151) flush to zero, where rounding onto the subnormal grid (step 2^-149) would give FLT_MIN.
+struct TinyMultiplyAdd {
+  float a, b, acc, x86;
+};
+const TinyMultiplyAdd kTinyMultiplyAdds[] = {
+    {0x1.8p-75f, -0x1p-76f, FLT_MIN, 0.0f},    // FLT_MIN - 1.5 2^-151: flushed
+    {0x1p-74f, -0x1p-76f, FLT_MIN, 0.0f},      // FLT_MIN - 2^-150, the window's lower end: flushed
+    {0x1.cp-75f, -0x1p-76f, FLT_MIN, 0.0f},    // FLT_MIN - 1.75 2^-151: flushed
+    {0x1p-75f, -0x1p-76f, FLT_MIN, FLT_MIN},   // FLT_MIN - 2^-151, a tie that rounds to FLT_MIN
+    {0x1.4p-74f, -0x1p-76f, FLT_MIN, 0.0f},    // FLT_MIN - 1.25 2^-150: below the window
+    {0x1.8p-75f, 0x1p-76f, -FLT_MIN, -0.0f},   // the same, negative
+    {0x1.8p-75f, 0x1p-76f, FLT_MIN, FLT_MIN},  // FLT_MIN + 1.5 2^-151: rounds down, not tiny
+};
+
+TEST(GemmBfloat16, TinyResultsFlushAsX86Decides) {
+  for (const TinyMultiplyAdd& t : kTinyMultiplyAdds) {
+    ASSERT_EQ(round_through_bfloat16(t.a), t.a);
+    ASSERT_EQ(round_through_bfloat16(t.b), t.b);
+    EXPECT_EQ(to_bits(bfloat16_multiply_add(t.a, t.b, t.acc)), to_bits(t.x86))
+        << std::hexfloat << t.a << " * " << t.b << " + " << t.acc;
+  }
+}
+
+// The same window met inside products, on every kernel of both arithmetics: k = 0 brings each
+// sum (or each even-k chain) to FLT_MIN, k = 2 takes it into the window, k = 1 and 3 add zeros.
+TEST(GemmBfloat16, EveryKernelFlushesTinyResultsAsX86Decides) {
+  const Case c{5, 37, 4};
+  std::vector<float> A(c.M * c.K, 0.0f), B(c.K * c.N, 0.0f);  // A [M, K], B [K, N]
+  for (int64_t i = 0; i < c.M; ++i) {
+    A[i * c.K] = 0x1p-63f;
+    A[i * c.K + 2] = 0x1.8p-75f;
+  }
+  for (int64_t j = 0; j < c.N; ++j) {
+    B[j] = 0x1p-63f;
+    B[2 * c.N + j] = -0x1p-76f;
+  }
+  const std::vector<float> C0(c.M * c.N, 0.0f);
+  for (const Bf16Arithmetic arithmetic : {Bf16Arithmetic::sequential, Bf16Arithmetic::tiles})
+    for (const char* kernel : bfloat16_kernels(arithmetic)) {
+      const ForcedKernelScope forced(Dtype::bfloat16, kernel);
+      const std::vector<float> product = run(false, false, c, A, B, C0, false, Dtype::bfloat16);
+      EXPECT_TRUE(std::all_of(product.begin(), product.end(), [](float x) { return to_bits(x) == 0; }))
+          << kernel << ": " << std::hexfloat << product[0];
+    }
+}
+
 #if GPT_X86_64
 
 // A random bfloat16 of either sign with a biased exponent in [lo, hi].
@@ -482,6 +531,22 @@ float pair_steps(float acc, uint32_t a, uint32_t b) {
 
 TEST(GemmBfloat16, ArithmeticIsTheInstructions) {
   if (!cpu_features().avx512bf16) GTEST_SKIP() << "this CPU has no AVX512_BF16";
+  {
+    alignas(64) float acc[16] = {}, out[16];
+    alignas(64) uint32_t a[16] = {}, b[16] = {};
+    for (std::size_t j = 0; j < std::size(kTinyMultiplyAdds); ++j) {
+      const TinyMultiplyAdd& t = kTinyMultiplyAdds[j];
+      acc[j] = t.acc;
+      a[j] = static_cast<uint32_t>(round_to_bfloat16(t.a)) << 16;  // the high half, added first
+      b[j] = static_cast<uint32_t>(round_to_bfloat16(t.b)) << 16;
+    }
+    instruction_pair_dots(acc, a, b, out);
+    for (std::size_t j = 0; j < std::size(kTinyMultiplyAdds); ++j) {
+      // The pair's low halves then add 0 x 0, which turns a -0 into +0.
+      EXPECT_EQ(to_bits(out[j]), to_bits(kTinyMultiplyAdds[j].x86 + 0.0f)) << "the table's value, lane " << j;
+      EXPECT_EQ(to_bits(pair_steps(acc[j], a[j], b[j])), to_bits(out[j])) << "lane " << j;
+    }
+  }
   Rng rng(21);
   // Exponents spanning products that cancel, round, grow large, and fall to the subnormal range.
   const std::pair<uint32_t, uint32_t> ranges[] = {{96, 159}, {1, 60}, {120, 135}, {150, 185}};

@@ -65,7 +65,17 @@ inline uint32_t bfloat16_pair(float first, float second) {
 // A subnormal float32 becomes a zero of the same sign (the flush-to-zero rule).
 inline float flush_subnormal(float x) { return std::fabs(x) < FLT_MIN ? std::copysign(0.0f, x) : x; }
 
-// One step of the sum for an accumulator that is already flushed (every value this returns is).
-inline float bfloat16_multiply_add(float a, float b, float acc) { return flush_subnormal(std::fma(a, b, acc)); }
+// One step of the sum for bfloat16 values a and b and an accumulator that is already flushed
+// (every value this returns is). x86's flush-to-zero calls a result tiny when, rounded to float's
+// 24 bits with an unbounded exponent, it is below FLT_MIN; std::fma rounds onto the subnormal grid
+// instead. They differ only for exact results in [FLT_MIN - 2^-150, FLT_MIN - 2^-151), which fma
+// carries up to FLT_MIN and x86 flushes: there the exact value decides. a b has 16 significant
+// bits, so its sum with acc is exact in double wherever that boundary is in question.
+inline float bfloat16_multiply_add(float a, float b, float acc) {
+  const float r = std::fma(a, b, acc);
+  if (std::fabs(r) == FLT_MIN && std::fabs(static_cast<double>(a) * b + acc) < FLT_MIN - 0x1p-151)
+    return std::copysign(0.0f, r);
+  return flush_subnormal(r);
+}
 
 }  // namespace gpt
