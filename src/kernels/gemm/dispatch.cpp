@@ -77,6 +77,10 @@ AnyFamily tiles_family() {
   return kPortableAmxBf16;
 }
 
+// Whether the tiles arithmetic runs on hardware here: AMX granted by Linux and every instruction
+// the family's packing needs (not only the emulation).
+bool tiles_run_on_hardware() { return std::strcmp(tiles_family().name(), kPortableAmxBf16.name) != 0; }
+
 }  // namespace
 
 const KernelFamily<float>& float32_family() {
@@ -137,7 +141,7 @@ std::vector<const char*> bfloat16_kernels(Bf16Arithmetic arithmetic) {
 }
 
 Bf16Arithmetic fastest_bf16_arithmetic() {
-  return cpu_features().amx_bf16 ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
+  return gemm_detail::tiles_run_on_hardware() ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
 }
 
 Bf16Arithmetic bf16_arithmetic() {
@@ -184,8 +188,9 @@ std::string describe_matmul(Dtype inputs) {
   const std::string line =
       std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
   if (bf16_arithmetic() == Bf16Arithmetic::tiles)
-    return line + (cpu_features().amx_bf16 ? ", AMX tiles)"
-                                           : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
+    return line + (gemm_detail::tiles_run_on_hardware()
+                       ? ", AMX tiles)"
+                       : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
   if (gemm_bfloat16_uses_vdpbf16ps()) return line + ")";
   if (cpu_features().avx512bf16) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
   return line + "; no AVX512_BF16 here: no faster than float32)";
