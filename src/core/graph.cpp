@@ -14,9 +14,15 @@ float* Tensor::grad_accumulator() const {
 }
 
 float* Tensor::grad_to_overwrite() const {
-  GPT_CHECK(grad_slot && grad_slot->pool && !grad_slot->data, "grad_to_overwrite needs a pooled, still empty gradient");
+  GPT_CHECK(grad_can_be_overwritten(), "grad_to_overwrite needs a pooled, still empty gradient");
   grad_slot->data = grad_slot->pool->acquire(grad_slot->count);
   return grad_slot->data;
+}
+
+Tensor::GradTarget Tensor::grad_target() const {
+  if (!grad_slot) return {};
+  if (grad_can_be_overwritten()) return {grad_to_overwrite(), false};
+  return {grad_accumulator(), true};
 }
 
 float* BufferPool::acquire(std::size_t count) {

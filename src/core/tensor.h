@@ -36,9 +36,20 @@ struct Tensor {
   // The buffer to accumulate (+=) this tensor's gradient into, zeroed when first handed out;
   // null when no gradient is wanted. Call it outside parallel regions (it may allocate).
   float* grad_accumulator() const;
-  // For a backward that writes every element of this tensor's gradient while none has arrived
-  // yet (grad() is null, the slot is pooled): the buffer, uninitialised, saving the zeroing.
+  // Whether grad_to_overwrite() applies: a gradient is wanted, none has arrived yet (grad() is
+  // null) and the slot is pooled.
+  bool grad_can_be_overwritten() const { return grad_slot && !grad_slot->data && grad_slot->pool; }
+  // For a backward that writes every element of this tensor's gradient when it can be
+  // overwritten: the buffer, uninitialised, saving the zeroing.
   float* grad_to_overwrite() const;
+  // For a backward that writes every element of this tensor's gradient: grad_to_overwrite() when
+  // that applies (accumulate false), else grad_accumulator() (accumulate true); {null, true} when
+  // no gradient is wanted. Overwriting skips zeroing a buffer that is then written in full.
+  struct GradTarget {
+    float* data = nullptr;
+    bool accumulate = true;
+  };
+  GradTarget grad_target() const;
   Tensor reshaped(Shape new_shape) const {
     GPT_CHECK(new_shape.numel() == shape.numel(), "reshape " + shape.str() + " -> " + new_shape.str());
     return Tensor{data, grad_slot, new_shape};

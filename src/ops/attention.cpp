@@ -176,8 +176,21 @@ void causal_row_dots(const float* a, const float* b, int64_t ld, int64_t i0, int
   }
 }
 
+// The columns of q|k|v that (batch, kv head) task b KV + kvh writes in every row of its batch:
+// its query heads' then its key's then its value's, each task's apart from the others'.
+void zero_task_columns(const AttentionDims& d, int64_t kvh, float* dqkv_batch) {
+  for (int64_t t = 0; t < d.T; ++t) {
+    float* row = dqkv_batch + t * d.width;
+    std::fill_n(row + kvh * d.group() * d.hs, d.group() * d.hs, 0.0f);
+    std::fill_n(row + d.k_offset(kvh * d.group()), d.hs, 0.0f);
+    std::fill_n(row + d.v_offset(kvh * d.group()), d.hs, 0.0f);
+  }
+}
+
+// dqkv += the gradient, or = it when `overwrite` (dqkv's values are then not read): each task
+// zeroes its own columns first, in parallel and just before it sums into them.
 void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const SoftmaxRowStats* stats,
-                        const float* dout, float* dqkv, float* scratch) {
+                        const float* dout, float* dqkv, bool overwrite, float* scratch) {
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
 #pragma omp parallel for schedule(static) num_threads(d.threads)
@@ -190,6 +203,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
     float dots[kRowBlock];
     const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
     const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
+    if (overwrite) zero_task_columns(d, kvh, dqkv + b * T * W);
     HeadPacks& keys = thread_packs(0);
     HeadPacks& values = thread_packs(1);
     pack_transposed(d, k, keys.transposed);
@@ -252,7 +266,10 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
   auto* stats = reinterpret_cast<SoftmaxRowStats*>(g.scratch(static_cast<std::size_t>(2 * d.B * d.H * d.T)));
   attention_forward(d, qkv.data, out.data, mask, stats, scratch);
   if (out.requires_grad()) {
-    g.record(out, [=] { attention_backward(d, qkv.data, mask, stats, out.grad(), qkv.grad_accumulator(), scratch); });
+    g.record(out, [=] {
+      const Tensor::GradTarget dqkv = qkv.grad_target();
+      attention_backward(d, qkv.data, mask, stats, out.grad(), dqkv.data, !dqkv.accumulate, scratch);
+    });
   }
   return out;
 }

@@ -44,7 +44,7 @@ Tensor norm_linear(Graph& g, Norm norm, const Tensor& x, const Tensor& ln_weight
     g.record(y, [=] {
       Borrowed normed(*graph, normed_count);
       norm_forward(norm, x.data, ln_weight.data, ln_bias.data, normed.data(), mean, rstd, rows, C);
-      detail::linear_backward(normed.data(), weight.data, y.grad(), nullptr, weight.grad_accumulator(),
+      detail::linear_backward(normed.data(), weight.data, y.grad(), {}, weight.grad_accumulator(),
                               bias.grad_accumulator(), rows, C, out_features, inputs);
       if (!x.requires_grad() && !ln_weight.requires_grad() && !ln_bias.requires_grad()) return;
       float* d_normed = normed.data();  // the normalised rows are no longer needed: reuse the buffer

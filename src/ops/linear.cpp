@@ -19,9 +19,9 @@ void linear_forward(const float* x, const float* w, const float* b, float* y, in
   gemm(false, true, rows, out, in, x, in, w, in, y, out, b != nullptr, inputs);
 }
 
-void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t rows,
-                     int64_t in, int64_t out, Dtype inputs) {
-  if (dx) gemm(false, false, rows, in, out, dy, out, w, in, dx, in, true, inputs);
+void linear_backward(const float* x, const float* w, const float* dy, Tensor::GradTarget dx, float* dw, float* db,
+                     int64_t rows, int64_t in, int64_t out, Dtype inputs) {
+  if (dx.data) gemm(false, false, rows, in, out, dy, out, w, in, dx.data, in, dx.accumulate, inputs);
   if (dw) gemm(true, false, out, in, rows, dy, out, x, in, dw, in, true, inputs);
   if (db) accumulate_column_sums(dy, rows, out, db);
 }
@@ -39,7 +39,7 @@ Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bia
   detail::linear_forward(x.data, weight.data, bias.data, y.data, rows, in, out_features, inputs);
   if (y.requires_grad())
     g.record(y, [=] {
-      detail::linear_backward(x.data, weight.data, y.grad(), x.grad_accumulator(), weight.grad_accumulator(),
+      detail::linear_backward(x.data, weight.data, y.grad(), x.grad_target(), weight.grad_accumulator(),
                               bias.grad_accumulator(), rows, in, out_features, inputs);
     });
   return y;

@@ -38,8 +38,9 @@ void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float*
 // products' input format (bfloat16: x, W and dy rounded as they are packed; sums in float32).
 void linear_forward(const float* x, const float* w, const float* b, float* y, int64_t rows, int64_t in, int64_t out,
                     Dtype inputs);
-// dx += dy W, dw += dy^T x, db += column sums of dy (each skipped when null).
-void linear_backward(const float* x, const float* w, const float* dy, float* dx, float* dw, float* db, int64_t rows,
-                     int64_t in, int64_t out, Dtype inputs);
+// dx (+)= dy W (as dx.accumulate says), dw += dy^T x, db += column sums of dy (each skipped when
+// null).
+void linear_backward(const float* x, const float* w, const float* dy, Tensor::GradTarget dx, float* dw, float* db,
+                     int64_t rows, int64_t in, int64_t out, Dtype inputs);
 
 }  // namespace gpt::detail

@@ -49,22 +49,22 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
     Graph* graph = &g;
     g.record(out, [=] {
       float* dy = out.grad();
-      if (float* dr = residual.grad_accumulator()) {
+      if (const Tensor::GradTarget dr = residual.grad_target(); dr.data) {
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-        for (int64_t i = 0; i < n; ++i) dr[i] += dy[i];
+        for (int64_t i = 0; i < n; ++i) dr.data[i] = dr.accumulate ? dr.data[i] + dy[i] : dy[i];
       }
       // d(projection): the output's gradient through the dropout mask, in place (nothing reads
       // the output's gradient after this op).
       mask.apply_in_place(dy, n);
       if (is_identity(act)) {
-        detail::linear_backward(x.data, weight.data, dy, x.grad_accumulator(), weight.grad_accumulator(),
+        detail::linear_backward(x.data, weight.data, dy, x.grad_target(), weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features, inputs);
         return;
       }
       {
         Borrowed activated(*graph, static_cast<std::size_t>(n_in));
         activation_forward(act, x.data, activated.data(), rows, in);
-        detail::linear_backward(activated.data(), weight.data, dy, nullptr, weight.grad_accumulator(),
+        detail::linear_backward(activated.data(), weight.data, dy, {}, weight.grad_accumulator(),
                                 bias.grad_accumulator(), rows, in, out_features, inputs);
       }
       if (!x.requires_grad()) return;
@@ -72,7 +72,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       // feeds only this op), that product is computed in x's own gradient buffer, which takes the
       // place act(x) just gave back: one hidden-sized buffer alive here instead of two. (A gated
       // activation's gradient is twice as wide as d(act(x)): that is overwritten from a borrowed one.)
-      const bool fresh = !x.grad() && x.grad_slot->pool;
+      const bool fresh = x.grad_can_be_overwritten();
       if (fresh && !is_gated(act)) {
         float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false, inputs);
