@@ -86,9 +86,10 @@ class RunSetup {
       continued = read_continued_model();
     });
     continued = broadcast_text(world_, continued);
-    // "auto" is the first process's fastest bfloat16 arithmetic on every process.
-    root_fastest_ = *parse_bf16_arithmetic(
-        broadcast_text(world_, world_.is_root() ? bf16_arithmetic_name(fastest_bf16_arithmetic()) : ""));
+    // "auto" is the same on every process: the tiles arithmetic only when every one runs it on
+    // AMX (a process without would emulate it, many times slower), else the sequential one.
+    const bool tiles_everywhere = world_.min(fastest_bf16_arithmetic() == Bf16Arithmetic::tiles ? 1 : 0) == 1;
+    common_fastest_ = tiles_everywhere ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
     run_agreeing(world_, [&] {
       if (!world_.is_root()) open_data();
       set_up_locally(continued);
@@ -168,15 +169,15 @@ class RunSetup {
         recorded == Bf16Arithmetic::automatic)
       return;
     c.bf16_arithmetic = recorded;
-    const Bf16Arithmetic fastest = fastest_bf16_arithmetic();
-    if (!world_.is_root() || recorded == fastest) return;
+    if (!world_.is_root() || recorded == common_fastest_) return;
+    const char* emulated =
+        world_.distributed() ? ", which the CPUs of some processes can only emulate (exact, and about 100 times slower)"
+                             : ", which this CPU can only emulate (exact, and about 100 times slower)";
     spdlog::warn(
         "resuming with the \"{}\" bfloat16 arithmetic the run was trained with{}; set bf16_arithmetic to "
         "\"{}\" to continue faster, with other bits",
-        bf16_arithmetic_name(recorded),
-        recorded == Bf16Arithmetic::tiles ? ", which this CPU can only emulate (exact, and about 100 times slower)"
-                                          : "",
-        bf16_arithmetic_name(fastest));
+        bf16_arithmetic_name(recorded), recorded == Bf16Arithmetic::tiles ? emulated : "",
+        bf16_arithmetic_name(common_fastest_));
   }
 
   void build_model() {
@@ -189,7 +190,7 @@ class RunSetup {
                   static_cast<int64_t>(model.params().padded_floats()));
     model.set_matmul_dtype(c.dtype);
     if (c.dtype == Dtype::bfloat16)
-      set_bf16_arithmetic(c.bf16_arithmetic == Bf16Arithmetic::automatic ? root_fastest_ : c.bf16_arithmetic);
+      set_bf16_arithmetic(c.bf16_arithmetic == Bf16Arithmetic::automatic ? common_fastest_ : c.bf16_arithmetic);
     if (world_.distributed())
       parts_.sync = std::make_unique<DataParallelSync>(world_, model.params(), c.zero_stage == 1);
     else
@@ -215,7 +216,7 @@ class RunSetup {
   }
 
   const World& world_;
-  Bf16Arithmetic root_fastest_ = Bf16Arithmetic::sequential;
+  Bf16Arithmetic common_fastest_ = Bf16Arithmetic::sequential;  // what "auto" means on every process
   const std::atomic<int>* stop_signal_;
   const InitKind kind_;
   RunParts parts_;
