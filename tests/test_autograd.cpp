@@ -160,6 +160,40 @@ TEST(FusedAttention, GroupedQueryGivesTheSameBitsOnAnyThreadCount) {
   }
 }
 
+// When q|k|v's gradient has not arrived yet (q|k|v made by an op, so its slot is pooled), backward
+// takes the buffer unzeroed and each (batch, kv head) task zeroes its own columns first. The arena
+// is filled with NaN beforehand, so a column no task zeroed would show. Bit for bit against the
+// accumulating path (q|k|v a leaf whose gradient starts at zero), with several kv heads each
+// shared by two query heads and a kv head per query head, on several thread counts.
+TEST(FusedAttention, GradientTakenUnzeroedGivesTheAccumulatingBits) {
+  for (const int n_kv_head : {2, 4}) {
+    const int64_t B = 2, T = 70, C = 16;
+    const int n_head = 4;
+    Rng rng(29);
+    OwnedTensor qkv(Shape{B, T, C + 2 * C / n_head * n_kv_head}, rng), upstream(Shape{B, T, C}, rng);
+    auto run = [&](bool through_op, int threads) {
+      constexpr std::size_t kJunkFloats = std::size_t{1} << 20;
+      Arena arena(kJunkFloats * sizeof(float));  // one block, which reset() keeps
+      float* junk = arena.allocate_floats(kJunkFloats);
+      std::fill(junk, junk + kJunkFloats, std::nanf(""));
+      arena.reset();
+      Graph g(arena);
+      Rng dropout_rng(4);
+      std::fill(qkv.grad.begin(), qkv.grad.end(), 0.0f);
+      return testing::on_threads(threads, [&] {
+        const Tensor input = through_op ? scale(g, qkv.view(), 1.0f) : qkv.view();
+        Tensor out = causal_self_attention(g, input, n_head, 0.1f, dropout_rng, true, n_kv_head);
+        std::copy(upstream.data.begin(), upstream.data.end(), out.grad_accumulator());
+        g.run_backward();
+        return qkv.grad;
+      });
+    };
+    const std::vector<float> accumulated = run(false, 1);
+    for (int threads : {1, 2, 3})
+      EXPECT_TRUE(testing::same_bits(run(true, threads), accumulated)) << threads << " threads, " << n_kv_head << " kv";
+  }
+}
+
 // One forward and backward of causal_self_attention with dropout 0.1 and the given upstream
 // gradient, forward on forward_threads and backward on backward_threads: the output, then qkv's
 // gradient.

@@ -123,6 +123,7 @@ TEST(Gemm, KernelListsHoldWhatThisCpuRuns) {
     return false;
   };
   const CpuFeatures& cpu = cpu_features();
+  const bool amx_runs = cpu.amx_bf16 && cpu.avx512bf16;  // granted tiles, and the family's packing
 #if GPT_AARCH64
   EXPECT_TRUE(cpu.neon) << "every aarch64 CPU has NEON";
 #endif
@@ -140,12 +141,12 @@ TEST(Gemm, KernelListsHoldWhatThisCpuRuns) {
   }
   {
     const Bf16ArithmeticScope tiles(Bf16Arithmetic::tiles);
-    EXPECT_EQ(has(Dtype::bfloat16, kAmxKernel), cpu.amx_bf16);
+    EXPECT_EQ(has(Dtype::bfloat16, kAmxKernel), amx_runs);
     EXPECT_TRUE(has(Dtype::bfloat16, kPortableAmxKernel));
     EXPECT_FALSE(has(Dtype::bfloat16, "portable-bf16"));
-    EXPECT_STREQ(gemm_kernel_name(Dtype::bfloat16), cpu.amx_bf16 ? kAmxKernel : kPortableAmxKernel);
+    EXPECT_STREQ(gemm_kernel_name(Dtype::bfloat16), amx_runs ? kAmxKernel : kPortableAmxKernel);
   }
-  EXPECT_EQ(fastest_bf16_arithmetic(), cpu.amx_bf16 ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential);
+  EXPECT_EQ(fastest_bf16_arithmetic(), amx_runs ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential);
   for (const Dtype inputs : {Dtype::float32, Dtype::bfloat16}) {
     bool automatic_listed = false;
     for (const char* kernel : gemm_kernels(inputs))

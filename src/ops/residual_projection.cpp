@@ -51,7 +51,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       float* dy = out.grad();
       if (const Tensor::GradTarget dr = residual.grad_target(); dr.data) {
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-        for (int64_t i = 0; i < n; ++i) dr.data[i] = dr.accumulate ? dr.data[i] + dy[i] : dy[i];
+        for (int64_t i = 0; i < n; ++i) dr.data[i] = (dr.accumulate ? dr.data[i] : 0.0f) + dy[i];  // 0 + -0 is +0
       }
       // d(projection): the output's gradient through the dropout mask, in place (nothing reads
       // the output's gradient after this op).
