@@ -2,11 +2,12 @@
 // The memory belongs to an Arena (activations, reset each step) or the ParamStore (parameters).
 // The gradient lives behind a GradSlot so that activations need no buffer until backward reaches
 // them: a slot with a pool gets its buffer from the Graph's BufferPool when backward first writes
-// it (zeroed for an op that accumulates, as it is for one that writes every element) and gives it back once the
-// backward of the op that made the tensor has consumed it, so only the gradients of the part of the graph backward is
-// working on are alive at once. Parameters and caller-owned inputs have fixed buffers (pool == nullptr). A null slot
-// means no gradient is wanted (no-grad mode, or inputs that need none): ops skip it. Views (reshape) share data and
-// slot, so they need no backward of their own; transposes copy.
+// it (zeroed unless the op writes every element) and gives it back once the backward of the op
+// that made the tensor has consumed it, so only the gradients of the part of the graph backward is
+// working on are alive at once. Parameters and caller-owned inputs have fixed buffers (pool ==
+// nullptr). A null slot means no gradient is wanted (no-grad mode, or inputs that need none): ops
+// skip it. Views (reshape) share data and slot, so they need no backward of their own; transposes
+// copy.
 #pragma once
 
 #include <cstddef>

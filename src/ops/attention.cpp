@@ -90,9 +90,10 @@ void times_chunks(const AttentionDims& d, int64_t rows, const float* p, int64_t 
 }
 
 // Probabilities of query rows i0..i1 of head (b, h) against keys 0..i1, rows with stride T:
-// `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal up to chunk_end(i1), `dropped` the same with
-// the dropout mask applied (it is left alone when dropout is off). Forward fills the rows' softmax
-// stats (`found`, indexed by query row); backward redoes the rows from them (`known`).
+// `probs` gets softmax(q k^T / sqrt(hs)) with zeros right of the diagonal up to chunk_end(i1),
+// `dropped` the same with the dropout mask applied (it is left alone when dropout is off). Forward
+// fills the rows' softmax stats (`found`, indexed by query row); backward redoes the rows from
+// them (`known`).
 void block_probabilities(const AttentionDims& d, int64_t bh, const float* q, const PackedMatrix& keys_t, int64_t i0,
                          int64_t i1, const DropoutMask& mask, SoftmaxRowStats* found, const SoftmaxRowStats* known,
                          float* probs, float* dropped) {

@@ -9,11 +9,12 @@
 // sums from +0, one over the even k's products and one over the odd k's, each a chain of fused
 // multiply-adds in k order, then c = c + (even + odd); round to nearest even at every step,
 // subnormal inputs (c included) read as zero and subnormal results flushed to zero (to a zero of
-// the result's sign; tiny as x86 decides it, bfloat16_multiply_add in kernels/bfloat16.h: that
-// AMX flushes the few exact results just below FLT_MIN alike is assumed, and tested by
-// GemmBfloat16.EveryKernelFlushesTinyResultsAsX86Decides on the first machine with AMX). The 32-value groups start at k
-// = 0 of the whole product (K blocks hold 512 values) and the last one is padded with zeros, which take part in the
-// sums (0 x 0 added to a flushed -0 gives +0), so the bits do not depend on blocking, threads or which family runs.
+// the result's sign; tiny as x86 decides it: bfloat16_multiply_add in kernels/bfloat16.h. That AMX
+// flushes the few exact results just below FLT_MIN alike is assumed, to be confirmed by
+// GemmBfloat16.EveryKernelFlushesTinyResultsAsX86Decides on the first machine with AMX.) The
+// 32-value groups start at k = 0 of the whole product (K blocks hold 512 values) and the last one
+// is padded with zeros, which take part in the sums (0 x 0 added to a flushed -0 gives +0), so the
+// bits do not depend on blocking, threads or which family runs.
 //
 // Micro-kernel: 16 rows x 64 columns, four C tiles (tmm0-3), one A tile (tmm4) and two B tiles
 // (tmm5, tmm6) taking turns. Packed A: per 16 pairs of k, 16 rows of 16 pairs (one 1 KB tile);
