@@ -18,6 +18,8 @@ else
   [[ -f $html ]] || build/gpt report --out_dir "$target"
 fi
 mkdir -p "$(dirname "$png")"
+rm -f "$png"
 timeout 120 chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="${size/x/,}" \
-  --force-device-scale-factor="$scale" --screenshot="$PWD/$png" "file://$(realpath "$html")" 2> /dev/null
+  --force-device-scale-factor="$scale" --screenshot="$(realpath -m "$png")" "file://$(realpath "$html")" 2> /dev/null
+[[ -s $png ]] || { echo "chromium wrote no screenshot to $png" >&2; exit 1; }
 echo "$png"
