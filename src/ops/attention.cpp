@@ -188,10 +188,10 @@ void zero_task_columns(const AttentionDims& d, int64_t kvh, float* dqkv_batch) {
   }
 }
 
-// dqkv += the gradient, or = it when `overwrite` (dqkv's values are then not read): each task
-// zeroes its own columns first, in parallel and just before it sums into them.
+// dqkv += the gradient, or = it when dqkv is not to accumulate (its values are then not read):
+// each task zeroes its own columns first, in parallel and just before it sums into them.
 void attention_backward(const AttentionDims& d, const float* qkv, const DropoutMask& mask, const SoftmaxRowStats* stats,
-                        const float* dout, float* dqkv, bool overwrite, float* scratch) {
+                        const float* dout, Tensor::GradTarget dqkv, float* scratch) {
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
 #pragma omp parallel for schedule(static) num_threads(d.threads)
@@ -204,7 +204,7 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
     float dots[kRowBlock];
     const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
     const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
-    if (overwrite) zero_task_columns(d, kvh, dqkv + b * T * W);
+    if (!dqkv.accumulate) zero_task_columns(d, kvh, dqkv.data + b * T * W);
     HeadPacks& keys = thread_packs(0);
     HeadPacks& values = thread_packs(1);
     pack_transposed(d, k, keys.transposed);
@@ -213,9 +213,9 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
     for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
       const int64_t bh = b * d.H + h;
       const float* q = qkv + b * T * W + h * d.hs;
-      float* dq = dqkv + b * T * W + h * d.hs;
-      float* dk = dqkv + b * T * W + d.k_offset(h);
-      float* dv = dqkv + b * T * W + d.v_offset(h);
+      float* dq = dqkv.data + b * T * W + h * d.hs;
+      float* dk = dqkv.data + b * T * W + d.k_offset(h);
+      float* dv = dqkv.data + b * T * W + d.v_offset(h);
       const float* dob = dout + b * T * d.C + h * d.hs;
       for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
         const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
@@ -267,10 +267,7 @@ Tensor causal_self_attention(Graph& g, const Tensor& qkv, int n_head, float drop
   auto* stats = reinterpret_cast<SoftmaxRowStats*>(g.scratch(static_cast<std::size_t>(2 * d.B * d.H * d.T)));
   attention_forward(d, qkv.data, out.data, mask, stats, scratch);
   if (out.requires_grad()) {
-    g.record(out, [=] {
-      const Tensor::GradTarget dqkv = qkv.grad_target();
-      attention_backward(d, qkv.data, mask, stats, out.grad(), dqkv.data, !dqkv.accumulate, scratch);
-    });
+    g.record(out, [=] { attention_backward(d, qkv.data, mask, stats, out.grad(), qkv.grad_target(), scratch); });
   }
   return out;
 }

@@ -72,8 +72,7 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       // feeds only this op), that product is computed in x's own gradient buffer, which takes the
       // place act(x) just gave back: one hidden-sized buffer alive here instead of two. (A gated
       // activation's gradient is twice as wide as d(act(x)): that is overwritten from a borrowed one.)
-      const bool fresh = x.grad_can_be_overwritten();
-      if (fresh && !is_gated(act)) {
+      if (x.grad_can_be_overwritten() && !is_gated(act)) {
         float* dx = x.grad_to_overwrite();
         gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, dx, in, false, inputs);
         activation_backward(act, x.data, dx, dx, rows, in, GradWrite::overwrite);
@@ -82,10 +81,9 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
       Borrowed d_activated(*graph, static_cast<std::size_t>(n_in));
       gemm(false, false, rows, in, out_features, dy, out_features, weight.data, in, d_activated.data(), in, false,
            inputs);
-      if (fresh)
-        activation_backward(act, x.data, d_activated.data(), x.grad_to_overwrite(), rows, in, GradWrite::overwrite);
-      else
-        activation_backward(act, x.data, d_activated.data(), x.grad_accumulator(), rows, in);
+      const Tensor::GradTarget dx = x.grad_target();
+      activation_backward(act, x.data, d_activated.data(), dx.data, rows, in,
+                          dx.accumulate ? GradWrite::accumulate : GradWrite::overwrite);
     });
   }
   return out;
