@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install_deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DGPT_BUILD_TESTS=OFF >/dev/null
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j "$(nproc)" --target gpt
 tools/fetch_shakespeare.sh
 build/gpt train --config configs/quickstart.json
