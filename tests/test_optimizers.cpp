@@ -459,7 +459,7 @@ TEST_F(OptimizerCheckpoints, ResumingWithAnotherOptimizerNamesBoth) {
 // Rewrites the train state in out_dir the way the AdamW-only format wrote it: no "optimizer" or
 // "optimizer_step", the step as "adam_step" and an RNG state in the loop metadata.
 void rewrite_as_old_format(const std::string& out_dir, Gpt& model) {
-  const SafetensorsReader weights = SafetensorsReader::open(model_path(out_dir));
+  const SafetensorsReader weights = SafetensorsReader::open(resume_path(out_dir));
   const std::string state_path = out_dir + "/" + weights.metadata("train_state");
   const SafetensorsReader state = SafetensorsReader::open(state_path);
   SafetensorsWriter old;

@@ -12,6 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "io/checkpoint.h"
+#include "io/run_folder.h"
 #include "io/safetensors.h"
 #include "process_runner.h"
 #include "training_fixtures.h"
@@ -83,7 +84,7 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     // Saving after every evaluation, every iteration: most of the run is checkpoint writing.
     ChildProcess child(train_args(out, 100000,
                                   {"--eval_interval", "1", "--always_save_checkpoint", "true", "--init_from",
-                                   std::filesystem::exists(model_path(out)) ? "resume" : "scratch"}),
+                                   std::filesystem::exists(run_file(out, kResumeFile)) ? "resume" : "scratch"}),
                        dir.file("killed.log"));
     // Once it has written its first checkpoint (so it is in the save-every-iteration loop), kill
     // it at a random moment.
@@ -91,12 +92,12 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
     std::this_thread::sleep_for(std::chrono::microseconds(rng.below(80000)));
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
-    if (!std::filesystem::exists(model_path(out))) continue;  // killed before the first save
-    LoadedModel loaded = load_model(out);                     // throws on a torn file
+    if (!std::filesystem::exists(run_file(out, kResumeFile))) continue;  // killed before the first save
+    LoadedModel loaded = load_model(out);                                // throws on a torn file
     std::vector<float> m(loaded.model->params().padded_floats()), v(m.size());
     OptimizerState adamw{"adamw", 0, {{"exp_avg", m.data()}, {"exp_avg_sq", v.data()}}};
     const TrainingState state = load_training_state(out, *loaded.model, adamw);
-    EXPECT_EQ(SafetensorsReader::open(model_path(out)).metadata("iter_num"), std::to_string(state.iter_num));
+    EXPECT_EQ(SafetensorsReader::open(resume_path(out)).metadata("iter_num"), std::to_string(state.iter_num));
     ++checked;
   }
   EXPECT_GT(checked, 15);

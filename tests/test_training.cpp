@@ -2,14 +2,17 @@
 // independent of the thread count, a resumed run continues exactly, checkpoints reload.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/safetensors.h"
 #include "kernels/gemm.h"
 #include "thread_count.h"
 #include "train/evaluate.h"
@@ -150,6 +153,82 @@ TEST_F(Training, TilesArithmeticHasItsOwnBitsAndAResumeKeepsIt) {
 
 TEST_F(Training, ResumedRunReproducesTheUninterruptedRun) {
   expect_resumed_run_reproduces(tiny_config(dir, corpus), dir.file("split"));
+}
+
+// The validation split (the last tenth) is the corpus with a quarter of its characters replaced
+// at random: what a model learns first (character frequencies) helps there, what it learns next
+// (the words, exactly) hurts, so val loss rises after its first evaluations.
+TrainConfig overfitting_config(const ScratchDir& dir) {
+  std::string text = generated_corpus(3000).substr(0, 3000);
+  const std::string alphabet = "TKASOLMadeghiklmnopqrstuvy .\n";
+  Rng rng(3);
+  for (std::size_t i = 2700; i < text.size(); ++i)
+    if (rng.below(4) == 0) text[i] = alphabet[rng.below(alphabet.size())];
+  TrainConfig c = tiny_config(dir, dir.write("overfit.txt", text));
+  c.model.dropout = 0;
+  c.learning_rate = 1e-2;
+  c.max_iters = c.lr_decay_iters = 100;
+  c.eval_interval = 10;
+  return c;
+}
+
+// nanoGPT's semantics: model.safetensors is the best evaluation's weights, not the last
+// iteration's; resume.safetensors is the last iteration, and resuming from it is exact.
+TEST_F(Training, TheModelFileKeepsTheBestEvaluationAndResumeTheLastIteration) {
+  const TrainConfig c = overfitting_config(dir);
+  const TrainResult result = run_training(c, nullptr);
+  const LoggedRun run = read_metrics(c.out_dir);
+  const auto best = *std::min_element(run.val.begin(), run.val.end(),
+                                      [](const auto& a, const auto& b) { return a.second < b.second; });
+  ASSERT_LT(best.first, c.max_iters);
+  ASSERT_GT(run.val.back().second, best.second + 0.5) << "the setup should overfit";
+  EXPECT_EQ(result.best_iter, best.first);
+  EXPECT_EQ(result.best_val_loss, best.second);
+
+  const SafetensorsReader model(read_whole_file(model_path(c.out_dir)), "model");
+  EXPECT_EQ(model.metadata("iter_num"), std::to_string(best.first));
+  EXPECT_FALSE(model.has_metadata("train_state"));
+  // A run that ends at the best iteration computes the same weights up to there.
+  TrainConfig shorter = c;
+  shorter.out_dir = dir.file("shorter");
+  shorter.max_iters = best.first;
+  run_training(shorter, nullptr);
+  const LoggedRun shorter_run = read_metrics(shorter.out_dir);
+  ASSERT_EQ(shorter_run.val.back(), best);
+  EXPECT_TRUE(same_weights(load_model(c.out_dir), load_model(shorter.out_dir)));
+
+  EXPECT_EQ(SafetensorsReader(read_whole_file(resume_path(c.out_dir)), "resume").metadata("iter_num"),
+            std::to_string(c.max_iters));
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  EXPECT_TRUE(same_weights(load_model(c.out_dir), load_model(dir.file("split"))));
+  EXPECT_TRUE(same_weights(load_model(resume_path(c.out_dir)), load_model(resume_path(dir.file("split")))));
+}
+
+// A run folder from before resume.safetensors: model.safetensors named the train state.
+TEST_F(Training, AFolderWithoutAResumeFileResumesFromItsModelFile) {
+  const TrainConfig c = tiny_config(dir, corpus);
+  run_training(c, nullptr);
+  TrainConfig split = c;
+  split.out_dir = dir.file("split");
+  split.max_iters = 10;
+  run_training(split, nullptr);
+  std::filesystem::rename(resume_path(split.out_dir), model_path(split.out_dir));
+  ASSERT_EQ(resume_path(split.out_dir), model_path(split.out_dir));
+  split.max_iters = c.max_iters;
+  split.init_from = {InitKind::resume, ""};
+  run_training(split, nullptr);
+  EXPECT_EQ(read_metrics(split.out_dir).train, read_metrics(c.out_dir).train);
+  EXPECT_TRUE(same_weights(load_model(resume_path(split.out_dir)), load_model(resume_path(c.out_dir))));
+}
+
+// always_save_checkpoint: every evaluation's weights become the model, the last one included.
+TEST_F(Training, AlwaysSaveCheckpointKeepsTheLastEvaluation) {
+  TrainConfig c = overfitting_config(dir);
+  c.always_save_checkpoint = true;
+  run_training(c, nullptr);
+  const SafetensorsReader model(read_whole_file(model_path(c.out_dir)), "model");
+  EXPECT_EQ(model.metadata("iter_num"), std::to_string(c.max_iters));
+  EXPECT_TRUE(same_weights(load_model(c.out_dir), load_model(resume_path(c.out_dir))));
 }
 
 TEST_F(Training, StopRequestSavesAResumableCheckpoint) {

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <spdlog/spdlog.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -15,6 +16,7 @@
 
 #include "core/rng.h"
 #include "data/dataset.h"
+#include "io/checkpoint.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -94,6 +96,13 @@ inline TrainConfig tiny_config(const ScratchDir& dir, const std::string& corpus_
   c.lr_decay_iters = 20;
   c.learning_rate = 3e-3;
   return c;
+}
+
+// Bit for bit, padding included.
+inline bool same_weights(const LoadedModel& a, const LoadedModel& b) {
+  const ParamStore &p = a.model->params(), &q = b.model->params();
+  return p.padded_floats() == q.padded_floats() &&
+         std::memcmp(p.data(), q.data(), p.padded_floats() * sizeof(float)) == 0;
 }
 
 struct LoggedRun {

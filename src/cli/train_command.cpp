@@ -29,6 +29,18 @@ struct TrainOptions {
   ConfigFlags config_flags;
 };
 
+// The two files a run leaves and what each holds: the best evaluation's weights, and the last
+// iteration for init_from "resume".
+std::string describe_saved_files(const TrainResult& result, const std::string& out_dir) {
+  std::string best = fmt::format("best val loss {:.4f}", result.best_val_loss);
+  if (result.best_iter >= 0) best += fmt::format(" (iteration {})", result.best_iter);
+  const std::string last_loss = result.last_eval_iter == result.final_iter
+                                    ? fmt::format("val loss {:.4f}", result.last_val_loss)
+                                    : std::string("not evaluated");
+  return fmt::format("{}: {}; last iteration {} ({}): {}", best, model_path(out_dir), result.final_iter, last_loss,
+                     resume_path(out_dir));
+}
+
 int run_train(TrainOptions& options, const World& world) {
   // Rank 0 alone logs progress; the others say only what goes wrong.
   setup_logging(options.quiet || !world.is_root());
@@ -54,13 +66,12 @@ int run_train(TrainOptions& options, const World& world) {
 
   // A stopped run has said where it stopped; a finished one says how far it went.
   if (world.is_root() && result.stop_signal)
-    spdlog::info("stopped in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}",
-                 format_duration(result.wall_seconds), result.tokens_per_second, result.best_val_loss,
-                 model_path(config.out_dir));
+    spdlog::info("stopped in {} ({:.0f} tokens/s); {}", format_duration(result.wall_seconds), result.tokens_per_second,
+                 describe_saved_files(result, config.out_dir));
   else if (world.is_root())
-    spdlog::info("done: {} iterations in {} ({:.0f} tokens/s); best val loss {:.4f}; checkpoint: {}", result.iterations,
-                 format_duration(result.wall_seconds), result.tokens_per_second, result.best_val_loss,
-                 model_path(config.out_dir));
+    spdlog::info("done: {} iterations in {} ({:.0f} tokens/s); {}", result.iterations,
+                 format_duration(result.wall_seconds), result.tokens_per_second,
+                 describe_saved_files(result, config.out_dir));
   return result.stop_signal ? 128 + result.stop_signal : 0;
 }
 

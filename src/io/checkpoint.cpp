@@ -57,45 +57,51 @@ void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab
 
 std::string model_path(const std::string& out_dir) { return run_file(out_dir, kModelFile); }
 
-void save_checkpoint(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState* state,
-                     const OptimizerState* optimizer_state) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), ExitCode::runtime);
+void save_best_model(const std::string& out_dir, Gpt& model, const Vocab& vocab, int64_t iter_num, double val_loss) {
+  create_out_dir(out_dir);
+  SafetensorsWriter weights;
+  add_weights(weights, model);
+  add_model_metadata(weights, model, vocab, model.matmul_dtype());
+  weights.set_metadata("iter_num", std::to_string(iter_num));
+  weights.set_metadata("val_loss", nlohmann::json(val_loss).dump());
+  write_file_atomically(model_path(out_dir), weights.serialize());
+}
+
+void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState& state,
+                       const OptimizerState& optimizer_state) {
+  create_out_dir(out_dir);
+  SafetensorsWriter optimizer;
+  ParamStore& params = model.params();
+  for (int i = 0; i < params.size(); ++i) {
+    const auto& slot = params.slot(i);
+    for (const NamedBuffer& buffer : optimizer_state.buffers)
+      optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
+  }
+  const nlohmann::json loop = {{"iter_num", state.iter_num},
+                               {"eval_done", state.eval_done},
+                               {"best_val_loss", state.best_val_loss},
+                               {"best_iter", state.best_iter},
+                               {"evals_since_best", state.evals_since_best},
+                               {"planned_iters", state.planned_iters},
+                               {"elapsed_seconds", state.elapsed_seconds}};
+  optimizer.set_metadata("training", loop.dump());
+  optimizer.set_metadata("optimizer", optimizer_state.name);
+  optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state.step));
+  optimizer.set_metadata("train_config", state.train_config.dump());
+  const std::string state_name = new_state_file_name(state.iter_num);
+  write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
 
   SafetensorsWriter weights;
   add_weights(weights, model);
   add_model_metadata(weights, model, vocab, model.matmul_dtype());
-
-  std::string state_name;
-  if (state) {
-    GPT_CHECK(optimizer_state != nullptr, "training state without optimizer state");
-    SafetensorsWriter optimizer;
-    ParamStore& params = model.params();
-    for (int i = 0; i < params.size(); ++i) {
-      const auto& slot = params.slot(i);
-      for (const NamedBuffer& buffer : optimizer_state->buffers)
-        optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
-    }
-    nlohmann::json loop = {{"iter_num", state->iter_num},           {"eval_done", state->eval_done},
-                           {"best_val_loss", state->best_val_loss}, {"evals_since_best", state->evals_since_best},
-                           {"planned_iters", state->planned_iters}, {"elapsed_seconds", state->elapsed_seconds}};
-    optimizer.set_metadata("training", loop.dump());
-    optimizer.set_metadata("optimizer", optimizer_state->name);
-    optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state->step));
-    optimizer.set_metadata("train_config", state->train_config.dump());
-    state_name = new_state_file_name(state->iter_num);
-    write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
-    weights.set_metadata("train_state", state_name);
-    weights.set_metadata("iter_num", std::to_string(state->iter_num));
-  }
+  weights.set_metadata("train_state", state_name);
+  weights.set_metadata("iter_num", std::to_string(state.iter_num));
   // The manifest goes last; only then are older state files unreferenced and removed.
-  write_file_atomically(model_path(out_dir), weights.serialize());
-  if (state) {
-    for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
-      const std::string name = entry.path().filename().string();
-      if (name.starts_with(kStatePrefix) && name != state_name) fs::remove(entry.path(), ec);
-    }
+  write_file_atomically(run_file(out_dir, kResumeFile), weights.serialize());
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.starts_with(kStatePrefix) && name != state_name) fs::remove(entry.path(), ec);
   }
 }
 
@@ -154,11 +160,18 @@ LoadedModel load_model(const std::string& path_or_dir) {
   return {std::move(model), std::move(vocab), path, arithmetic};
 }
 
+std::string resume_path(const std::string& out_dir) {
+  const std::string path = run_file(out_dir, kResumeFile);
+  std::error_code ec;
+  return fs::exists(path, ec) || !fs::exists(model_path(out_dir), ec) ? path : model_path(out_dir);
+}
+
 TrainingState load_training_state(const std::string& out_dir, Gpt& model, OptimizerState& optimizer_state) {
-  const std::string path = model_path(out_dir);
+  const std::string path = resume_path(out_dir);
   SafetensorsReader weights = SafetensorsReader::open(path);
   if (!weights.has_metadata("train_state"))
-    throw UserError(path + ": has no training state to resume from (it was not written by gpt train)",
+    throw UserError(path + ": has no training state to resume from, and " + out_dir + " has no " + kResumeFile +
+                        " (a run writes it at every evaluation that saves, at its end and when stopped)",
                     ExitCode::runtime);
   const std::string state_name = weights.metadata("train_state");
   if (state_name.find('/') != std::string::npos || !state_name.starts_with(kStatePrefix))
@@ -184,6 +197,7 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
     state.iter_num = loop.at("iter_num").get<int64_t>();
     state.eval_done = loop.at("eval_done").get<bool>();
     state.best_val_loss = loop.at("best_val_loss").get<double>();
+    state.best_iter = loop.value("best_iter", int64_t{-1});               // absent before resume points
     state.evals_since_best = loop.value("evals_since_best", int64_t{0});  // absent before patience existed
     state.planned_iters = loop.value("planned_iters", int64_t{0});
     state.elapsed_seconds = loop.value("elapsed_seconds", 0.0);

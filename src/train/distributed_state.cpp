@@ -47,14 +47,15 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
                          std::vector<AlignedBuffer<float>>& whole, int64_t optimizer_step) {
   world.broadcast(params.data(), params.padded_floats() * sizeof(float));
   struct Loop {
-    int64_t iter_num, eval_done, optimizer_step, evals_since_best, planned_iters;
+    int64_t iter_num, eval_done, optimizer_step, best_iter, evals_since_best, planned_iters;
     double best_val_loss, elapsed_seconds;
-  } loop{state.iter_num,      state.eval_done ? 1 : 0, optimizer_step,       state.evals_since_best,
-         state.planned_iters, state.best_val_loss,     state.elapsed_seconds};
+  } loop{state.iter_num,         state.eval_done ? 1 : 0, optimizer_step,      state.best_iter,
+         state.evals_since_best, state.planned_iters,     state.best_val_loss, state.elapsed_seconds};
   world.broadcast(&loop, sizeof loop);
   state.iter_num = loop.iter_num;
   state.eval_done = loop.eval_done != 0;
   state.best_val_loss = loop.best_val_loss;
+  state.best_iter = loop.best_iter;
   state.evals_since_best = loop.evals_since_best;
   state.planned_iters = loop.planned_iters;
   state.elapsed_seconds = loop.elapsed_seconds;

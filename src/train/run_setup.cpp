@@ -8,6 +8,7 @@
 
 #include "core/check.h"
 #include "core/copy_values.h"
+#include "io/run_folder.h"
 #include "kernels/gemm.h"
 #include "train/distributed_state.h"
 
@@ -62,12 +63,6 @@ std::string broadcast_text(const World& world, std::string text) {
   return text;
 }
 
-void create_out_dir(const std::string& out_dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), ExitCode::runtime);
-}
-
 class RunSetup {
  public:
   RunSetup(const TrainConfig& config, const World& world, const std::atomic<int>* stop_signal)
@@ -117,11 +112,16 @@ class RunSetup {
       throw UserError("\"init_from\": \"" + c.init_from.checkpoint +
                       "\" is neither \"scratch\", \"resume\" nor an existing checkpoint to fine-tune (a "
                       "model.safetensors file or a run's out_dir)");
-    base_ = std::make_unique<LoadedModel>(load_model(kind_ == InitKind::resume ? c.out_dir : c.init_from.checkpoint));
+    base_ = std::make_unique<LoadedModel>(load_model(continued_source()));
     return nlohmann::json{{"vocab", base_->vocab.to_json()},
                           {"model", base_->model->config().to_json()},
                           {"bf16_arithmetic", bf16_arithmetic_name(base_->bf16_arithmetic)}}
         .dump();
+  }
+
+  std::string continued_source() const {
+    const TrainConfig& c = parts_.config;
+    return kind_ == InitKind::resume ? resume_path(c.out_dir) : c.init_from.checkpoint;
   }
 
   // Fine-tuning: the checkpoint's architecture (the config's is overridden, with a note) and
@@ -129,7 +129,7 @@ class RunSetup {
   void adopt_continued_model(const std::string& continued) {
     TrainConfig& c = parts_.config;
     const nlohmann::json j = nlohmann::json::parse(continued);
-    const std::string source = kind_ == InitKind::resume ? model_path(c.out_dir) : c.init_from.checkpoint;
+    const std::string source = continued_source();
     const Vocab vocab = Vocab::from_json(j["vocab"].get<std::string>(), source);
     if (kind_ == InitKind::resume) {
       parts_.data->use_vocab(vocab,
@@ -211,8 +211,8 @@ class RunSetup {
     for (std::size_t i = 0; i < names.size(); ++i) restored.buffers.push_back({names[i].name, resumed_[i].data()});
     parts_.state = load_training_state(parts_.config.out_dir, *parts_.model, restored);
     resumed_step_ = restored.step;
-    spdlog::info("resuming from {} at iteration {} (best val loss {:.4f})", model_path(parts_.config.out_dir),
-                 parts_.state.iter_num, parts_.state.best_val_loss);
+    spdlog::info("resuming from {} at iteration {} (best val loss {:.4f})", loaded.path, parts_.state.iter_num,
+                 parts_.state.best_val_loss);
   }
 
   const World& world_;

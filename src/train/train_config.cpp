@@ -191,7 +191,7 @@ std::vector<ConfigKey> loop_keys() {
       {"eval_iters", &field<&C::eval_iters>, "batches per evaluation"},
       {"log_interval", &field<&C::log_interval>, "log every this many iterations"},
       {"always_save_checkpoint", &field<&C::always_save_checkpoint>,
-       "save after every evaluation, not only when val loss improves"},
+       "every evaluation's weights become model.safetensors, not only those of a new best val loss"},
       {"init_from", &field<&C::init_from>,
        "\"scratch\", \"resume\" (continue the run in out_dir), or a checkpoint to fine-tune (a model.safetensors "
        "file or a run's out_dir: its weights, a new optimizer and schedule)"},

@@ -52,9 +52,10 @@ int64_t weights_hash(const ParamStore& params) {
   return static_cast<int64_t>(h >> 1);
 }
 
+// A save after an evaluation: the model's weights, and the resume point's weights and optimizer state.
 double checkpoint_bytes(const RunParts& run) {
   return static_cast<double>(run.model->params().padded_floats()) * sizeof(float) *
-         (1.0 + static_cast<double>(run.optimizer->state().size()));
+         (2.0 + static_cast<double>(run.optimizer->state().size()));
 }
 
 void log_run_setup(const RunParts& run, const World& world, double tokens_per_iter) {
@@ -108,7 +109,8 @@ class TrainingLoop {
   void count_patience(int64_t iter, double val_loss);
   void keep_to_budget(int64_t iter);
   void set_schedule_length(int64_t iterations, int64_t next_iter);
-  void save(int64_t iter_num, bool eval_done);
+  void checkpoint_evaluated(int64_t iter, double val_loss);
+  void save_resume(int64_t iter_num, bool eval_done);
   StopSnapshot snapshot(int64_t next_iter) const;
   TrainResult finish(int64_t iter);
   // The clock is read once at the end of each timed piece of work (an iteration, an evaluation,
@@ -175,7 +177,7 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
   saver_watches_ = root() && world_.distributed() && config_.zero_stage == 0 && context_.stop_signal;
   saver_ = std::make_unique<StopSaver>(saver_watches_ ? context_.stop_signal : nullptr, [this](const StopSnapshot& s) {
     const OptimizerState optimizer{run_.optimizer->name(), run_.optimizer->step_count(), run_.optimizer->state()};
-    save_checkpoint(config_.out_dir, *run_.model, run_.data->vocab(), &s, &optimizer);
+    save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), s, optimizer);
   });
   if (saver_watches_) saver_->publish(snapshot(state_.iter_num));
 }
@@ -195,14 +197,15 @@ TrainResult TrainingLoop::run() {
     if (budget_) keep_to_budget(iter);
   }
   if (reporter_) reporter_->clear_progress();
-  if (result_.stop_signal == 0 && !out_of_patience_ && saver_->last_saved_iter() != iter) {
-    save(iter, true);
-    if (root()) spdlog::info("saved final checkpoint to {}", model_path(config_.out_dir));
+  if (result_.stop_signal == 0 && saver_->last_saved_iter() != iter) {
+    save_resume(iter, true);
+    if (root()) spdlog::info("saved the last iteration to {}", resume_path(config_.out_dir));
   }
   return finish(iter);
 }
 
-// nanoGPT's policy: evaluate both splits; save when val loss improves (or always), never at 0.
+// nanoGPT's policy: evaluate both splits; when val loss improves (or always), the weights become
+// the run's model and, except at 0 where there is nothing to resume, a resume point.
 void TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
   if (reporter_) reporter_->clear_progress();
   const double eval_start = now_;
@@ -212,17 +215,17 @@ void TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
   const double train_loss = estimate_loss(model, graph_, run_.data->train(), Split::train, batches, batch_, world_);
   const double val_loss = estimate_loss(model, graph_, run_.data->val(), Split::val, batches, batch_, world_);
   result_.last_val_loss = val_loss;
+  result_.last_eval_iter = iter;
   const double seconds = read_clock() - eval_start;
   if (budget_) budget_->record_evaluation(seconds);
   if (reporter_) reporter_->evaluation(iter, train_loss, val_loss, schedule_.at(iter), seconds, elapsed());
   count_patience(iter, val_loss);
-  if (val_loss < state_.best_val_loss || config_.always_save_checkpoint) {
-    state_.best_val_loss = std::min(state_.best_val_loss, val_loss);
-    if (iter > 0) {
-      save(iter, true);
-      if (root()) spdlog::info("saved checkpoint to {}", model_path(config_.out_dir));
-    }
+  const bool improved = val_loss < state_.best_val_loss;
+  if (improved) {
+    state_.best_val_loss = val_loss;
+    state_.best_iter = iter;
   }
+  if (improved || config_.always_save_checkpoint) checkpoint_evaluated(iter, val_loss);
   if (root() && context_.after_evaluation) {
     try {
       context_.after_evaluation();
@@ -263,10 +266,10 @@ bool TrainingLoop::stop_requested(int64_t next_iter) {
   if (signal == 0) return false;
   if (reporter_) reporter_->clear_progress();
   result_.stop_signal = static_cast<int>(signal);
-  save(next_iter, false);
+  save_resume(next_iter, false);
   if (root())
-    spdlog::warn("interrupted after iteration {}: checkpoint saved to {}; continue with init_from \"resume\"",
-                 next_iter - 1, model_path(config_.out_dir));
+    spdlog::warn("interrupted after iteration {}: saved to {}; continue with init_from \"resume\"", next_iter - 1,
+                 resume_path(config_.out_dir));
   return true;
 }
 
@@ -327,25 +330,37 @@ StopSnapshot TrainingLoop::snapshot(int64_t next_iter) const {
   return s;
 }
 
-// Every process takes part (the optimizer state may have to be gathered); rank 0 writes.
-void TrainingLoop::save(int64_t iter_num, bool eval_done) {
+// The weights just evaluated become the run's model (rank 0 writes it), and a resume point.
+void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss) {
+  const double save_start = now_;
+  if (root()) save_best_model(config_.out_dir, *run_.model, run_.data->vocab(), iter, val_loss);
+  read_clock();
+  if (iter > 0) save_resume(iter, true);
+  if (budget_) budget_->record_save(now_ - save_start);
+  if (root())
+    spdlog::info("saved checkpoint to {}{}", model_path(config_.out_dir),
+                 iter > 0 ? " and " + resume_path(config_.out_dir) : std::string());
+}
+
+// The resume point. Every process takes part (the optimizer state may have to be gathered); rank 0
+// writes.
+void TrainingLoop::save_resume(int64_t iter_num, bool eval_done) {
   saver_->save_now(iter_num, [&] {
     state_.iter_num = iter_num;
     state_.eval_done = eval_done;
     state_.train_config = to_json(config_);
     state_.elapsed_seconds = elapsed();
-    const double save_start = now_;
     if (gathered_.empty()) gathered_ = whole_state_buffers(*run_.optimizer, run_.model->params().padded_floats());
     const OptimizerState optimizer = gather_optimizer_state(world_, *run_.optimizer, gathered_);
-    if (root()) save_checkpoint(config_.out_dir, *run_.model, run_.data->vocab(), &state_, &optimizer);
-    const double save_seconds = read_clock() - save_start;
-    if (budget_) budget_->record_save(save_seconds);
+    if (root()) save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), state_, optimizer);
+    read_clock();
   });
 }
 
 TrainResult TrainingLoop::finish(int64_t iter) {
   result_.final_iter = iter;
   result_.best_val_loss = state_.best_val_loss;
+  result_.best_iter = state_.best_iter;
   result_.planned_iters = state_.planned_iters;
   result_.stopped_early = out_of_patience_;
   result_.wall_seconds = read_clock() - start_;

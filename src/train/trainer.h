@@ -21,7 +21,9 @@ struct TrainResult {
   int64_t iterations = 0;  // iterations run by this process
   int64_t final_iter = 0;  // the iteration the run stopped at
   double best_val_loss = 0;
+  int64_t best_iter = -1;    // the iteration of best_val_loss, whose weights model.safetensors holds (-1: unknown)
   double last_val_loss = 0;  // from the last evaluation (NaN when none ran)
+  int64_t last_eval_iter = -1;
   double wall_seconds = 0;
   double tokens_per_second = 0;
   int stop_signal = 0;         // the signal that stopped the run early, 0 when it completed
