@@ -71,6 +71,18 @@ class Distributed : public CorpusTest {
 
   std::string log(const std::string& out) { return read_file(dir.file(out + ".log")); }
 
+  // mpirun A : B, one process each, both training into `out`, each with its own extra flags.
+  std::vector<std::string> two_contexts(const std::string& out, const std::vector<std::string>& first_flags,
+                                        const std::vector<std::string>& second_flags) {
+    std::vector<std::string> args = {"--oversubscribe"};
+    for (const auto* flags : {&first_flags, &second_flags}) {
+      if (flags == &second_flags) args.push_back(":");
+      args.insert(args.end(), {"-np", "1", GPT_BINARY, "train", "--config", config, "--out_dir", dir.file(out)});
+      args.insert(args.end(), flags->begin(), flags->end());
+    }
+    return args;
+  }
+
   // Whether `text` appears in the run's log within 5 minutes (a loaded machine is slow, not
   // wrong), looking every 2 ms so that the test acts right after the event.
   bool wait_for_log(const std::string& out, const std::string& text) {
@@ -218,20 +230,29 @@ TEST_F(Distributed, ErrorsBeforeTrainingAreReportedOnceWithExitCodeTwo) {
   EXPECT_EQ(count_of(log("bad_key"), "gpt: error"), 1) << log("bad_key");
   // A data file only one process cannot read: that process is named.
   // Two app contexts of one process each (mpirun A : B); the second gets a missing data file.
-  auto one_process = [&](std::vector<std::string> flags) {
-    std::vector<std::string> context = {"-np",      "1",    GPT_BINARY,  "train",
-                                        "--config", config, "--out_dir", dir.file("one_bad")};
-    context.insert(context.end(), flags.begin(), flags.end());
-    return context;
-  };
-  std::vector<std::string> args = {"--oversubscribe"};
-  for (const auto& context : {one_process({}), {":"}, one_process({"--data_path", dir.file("missing.txt")})})
-    args.insert(args.end(), context.begin(), context.end());
+  const std::vector<std::string> args = two_contexts("one_bad", {}, {"--data_path", dir.file("missing.txt")});
   EXPECT_EQ(ChildProcess(GPT_MPIEXEC, args, dir.file("one_bad.log")).wait(), 2);
   const std::string text = log("one_bad");
   EXPECT_EQ(count_of(text, "gpt: error"), 1) << text;
   EXPECT_NE(text.find("rank 1 of 2"), std::string::npos) << text;
   EXPECT_NE(text.find("missing.txt"), std::string::npos) << text;
+}
+
+// check_replicas: processes whose weights part (here each applies its own weight_decay, which the
+// optimizer does locally) stop after the first iteration, which the error names; unchecked, the
+// run goes on to its end.
+TEST_F(Distributed, CheckReplicasStopsProcessesWhoseWeightsDiffer) {
+  auto run = [&](const std::string& out, const char* check) {
+    const std::vector<std::string> common = {"--max_iters", "3", "--check_replicas", check};
+    std::vector<std::string> first = common, second = common;
+    first.insert(first.end(), {"--weight_decay", "0.1"});
+    second.insert(second.end(), {"--weight_decay", "0.5"});
+    return ChildProcess(GPT_MPIEXEC, two_contexts(out, first, second), dir.file(out + ".log")).wait();
+  };
+  EXPECT_EQ(run("checked", "true"), 1) << log("checked");
+  EXPECT_NE(log("checked").find("the processes' weights differ after iteration 0"), std::string::npos)
+      << log("checked");
+  EXPECT_EQ(run("unchecked", "false"), 0) << log("unchecked");
 }
 
 TEST_F(Distributed, AKilledProcessEndsTheRunWithinSecondsAndTheCheckpointStaysLoadable) {

@@ -40,18 +40,9 @@ void lion_reference(std::vector<float>& p, std::vector<float>& m, const std::vec
   }
 }
 
-TEST(Lion, MatchesTheUpdateRuleStepByStep) {
-  ParamStore store;
-  store.add("matrix", Shape{70, 300}, Init::normal(0.5));  // large enough for the parallel path
-  store.add("vector", Shape{33}, Init::normal(0.5));
-  store.finalize();
-  store.initialize(1);
-  const LionSettings settings{0.9, 0.99, 0.5};
-  Lion lion(store, settings, {0, static_cast<int64_t>(store.padded_floats())});
-  EXPECT_STREQ(lion.name(), "lion");
-  ASSERT_EQ(lion.state().size(), 1u);
-  EXPECT_EQ(lion.state()[0].name, "exp_avg");
-
+// Four steps of `lion` (over all of `store`) against lion_reference with these settings; a zero
+// gradient at step 1 makes the update's sign come from the momentum alone.
+void expect_lion_steps(Optimizer& lion, ParamStore& store, double beta1, double beta2, double weight_decay) {
   std::vector<std::vector<float>> p(2), m(2);
   for (int i = 0; i < 2; ++i) {
     const Tensor t = store.tensor(i);
@@ -65,8 +56,8 @@ TEST(Lion, MatchesTheUpdateRuleStepByStep) {
       const Tensor t = store.tensor(i);
       std::vector<float> g(p[i].size());
       for (std::size_t k = 0; k < g.size(); ++k) g[k] = t.grad()[k] = static_cast<float>(rng.normal());
-      if (step == 1) g[0] = t.grad()[0] = 0.0f;  // the update's sign then comes from the momentum alone
-      lion_reference(p[i], m[i], g, store.slot(i).shape.rank >= 2, lr, 0.9, 0.99, 0.5);
+      if (step == 1) g[0] = t.grad()[0] = 0.0f;
+      lion_reference(p[i], m[i], g, store.slot(i).shape.rank >= 2, lr, beta1, beta2, weight_decay);
     }
     lion.step(lr);
     for (int i = 0; i < 2; ++i) {
@@ -78,6 +69,39 @@ TEST(Lion, MatchesTheUpdateRuleStepByStep) {
     }
   }
   EXPECT_EQ(lion.step_count(), 4);
+}
+
+void add_lion_test_parameters(ParamStore& store) {
+  store.add("matrix", Shape{70, 300}, Init::normal(0.5));  // large enough for the parallel path
+  store.add("vector", Shape{33}, Init::normal(0.5));
+  store.finalize();
+  store.initialize(1);
+}
+
+TEST(Lion, MatchesTheUpdateRuleStepByStep) {
+  ParamStore store;
+  add_lion_test_parameters(store);
+  const LionSettings settings{0.9, 0.99, 0.5};
+  Lion lion(store, settings, {0, static_cast<int64_t>(store.padded_floats())});
+  EXPECT_STREQ(lion.name(), "lion");
+  ASSERT_EQ(lion.state().size(), 1u);
+  EXPECT_EQ(lion.state()[0].name, "exp_avg");
+  expect_lion_steps(lion, store, 0.9, 0.99, 0.5);
+}
+
+// lion_beta1 and lion_beta2 reach Lion, not AdamW's beta1 and beta2 (set apart here).
+TEST(Optimizers, LionFromTheConfigTakesItsOwnBetas) {
+  ParamStore store;
+  add_lion_test_parameters(store);
+  TrainConfig c;
+  c.optimizer = OptimizerKind::lion;
+  c.lion_beta1 = 0.6;
+  c.lion_beta2 = 0.8;
+  c.beta1 = 0.95;
+  c.beta2 = 0.999;
+  c.weight_decay = 0.3;
+  const auto lion = make_optimizer(c, store);
+  expect_lion_steps(*lion, store, 0.6, 0.8, 0.3);
 }
 
 TEST(Optimizers, MadeFromTheConfigWithTheirStateByName) {

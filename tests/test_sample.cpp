@@ -388,6 +388,29 @@ TEST(TokenSampler, GreedyTopKAndTopP) {
   EXPECT_GT(counts[3], 0);
 }
 
+// top_p whose nucleus holds several tokens: they are drawn in proportion to their probabilities
+// renormalised over the nucleus, and nothing outside it is drawn. Probabilities of the logits:
+// 0.0643, 0.4297, 0.3888, 0.0214, 0.0959 (ids 0-4).
+TEST(TokenSampler, TopPDrawsFromTheNucleusInProportion) {
+  const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
+  auto frequencies = [&](double top_p) {
+    TokenSampler nucleus({1.0, 0, top_p});
+    Rng rng(5);
+    std::vector<double> counts(5, 0.0);
+    for (int i = 0; i < 20000; ++i) counts[nucleus.next(logits, 5, rng)] += 1.0 / 20000;
+    return counts;
+  };
+  const std::vector<double> two = frequencies(0.8);  // 0.4297 < 0.8 <= 0.4297 + 0.3888
+  EXPECT_NEAR(two[1], 0.4297 / 0.8185, 0.015);
+  EXPECT_NEAR(two[2], 0.3888 / 0.8185, 0.015);
+  EXPECT_EQ(two[0] + two[3] + two[4], 0.0);
+  const std::vector<double> three = frequencies(0.85);  // token 4 joins: 0.8185 < 0.85
+  EXPECT_NEAR(three[1], 0.4297 / 0.9144, 0.015);
+  EXPECT_NEAR(three[2], 0.3888 / 0.9144, 0.015);
+  EXPECT_NEAR(three[4], 0.0959 / 0.9144, 0.01);
+  EXPECT_EQ(three[0] + three[3], 0.0);
+}
+
 TEST(TokenSampler, TemperatureSharpensAndFlattens) {
   const float logits[3] = {1.0f, 0.0f, 0.0f};
   auto frequency_of_first = [&](double temperature) {
