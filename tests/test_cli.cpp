@@ -288,5 +288,19 @@ TEST_F(Cli, HeadsPrintsTableJsonAndReport) {
   expect_error("heads --out_dir " + dir.file("out") + " --induction_length 9", 2, {"--induction_length"});
 }
 
+// threads: the CLI sets OpenMP's thread count from the key (run_training uses whatever is set).
+TEST_F(Cli, ThreadsSetsTheRunsThreadCount) {
+  for (const char* threads : {"1", "3"}) {
+    const std::string out = dir.file(std::string("threads") + threads);
+    const CommandResult r =
+        run_gpt("train --config " + tiny() + " --max_iters 0 --threads " + threads + " --out_dir " + out);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    std::ifstream in(out + "/metrics.jsonl");
+    std::string first_line;
+    std::getline(in, first_line);
+    EXPECT_EQ(nlohmann::json::parse(first_line)["threads"], std::stoi(threads)) << first_line;
+  }
+}
+
 }  // namespace
 }  // namespace gpt

@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 
 #include "core/random_streams.h"
 #include "distributed/world.h"
 #include "io/checkpoint.h"
+#include "kernels/rope.h"
 #include "train/evaluate.h"
 #include "train/gradient_sync.h"
 #include "train/lr_schedule.h"
@@ -22,6 +24,37 @@ namespace {
 using namespace gpt::testing;
 
 class ConfigEffects : public CorpusTest {};
+
+// One process's gradient steps on the tiny config's model (dropout off), outside a run.
+struct GradientBench {
+  explicit GradientBench(const ScratchDir& dir, const std::string& corpus)
+      : config(tiny_config(dir, corpus)), data(open_text(corpus)) {
+    config.model.dropout = 0;
+    model = std::make_unique<Gpt>(config.model_config(data.vocab().size()));
+    model->init_weights(1);
+  }
+  StepResult step(const StepSettings& s, int64_t iter) {
+    return compute_step_gradient(*model, graph, sync, data.train(), s, iter, batch);
+  }
+  TrainConfig config;
+  Dataset data;
+  std::unique_ptr<Gpt> model;
+  Arena arena;
+  Graph graph{arena};
+  Batch batch;
+  LocalGradientSync sync;
+};
+
+// The run's first "start" record in metrics.jsonl: its data, processes and threads.
+nlohmann::json start_record(const std::string& out_dir) {
+  std::ifstream in(out_dir + "/metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "start") return j;
+  }
+  return {};
+}
 
 std::vector<double> logged_learning_rates(const std::string& out_dir) {
   std::vector<double> rates;
@@ -82,26 +115,20 @@ TEST_F(ConfigEffects, GradClipBelowTheNormChangesTheRunAndAboveItDoesNot) {
 }
 
 TEST_F(ConfigEffects, GradClipLeavesTheGradientAtThatNorm) {
-  TrainConfig c = tiny_config(dir, corpus);
-  const Dataset data = open_text(corpus);
-  Gpt model(c.model_config(data.vocab().size()));
-  model.init_weights(1);
-  Arena arena;
-  Graph graph(arena);
-  Batch batch;
-  LocalGradientSync sync;
+  GradientBench bench(dir, corpus);
+  ParamStore& params = bench.model->params();
   auto global_norm = [&] {
-    ParamStore& p = model.params();
     double sum = 0;
-    for (std::size_t i = 0; i < p.padded_floats(); ++i) sum += static_cast<double>(p.grad()[i]) * p.grad()[i];
+    for (std::size_t i = 0; i < params.padded_floats(); ++i)
+      sum += static_cast<double>(params.grad()[i]) * params.grad()[i];
     return std::sqrt(sum);
   };
-  StepSettings s{c.batch_size, c.model.block_size, 1, 0.0, 7};
-  const StepResult free = compute_step_gradient(model, graph, sync, data.train(), s, 0, batch);
+  StepSettings s{bench.config.batch_size, bench.config.model.block_size, 1, 0.0, 7};
+  const StepResult free = bench.step(s, 0);
   EXPECT_NEAR(global_norm(), free.grad_norm, 1e-4 * free.grad_norm);
-  model.params().zero_grad();
+  params.zero_grad();
   s.grad_clip = free.grad_norm / 4;
-  const StepResult clipped = compute_step_gradient(model, graph, sync, data.train(), s, 0, batch);
+  const StepResult clipped = bench.step(s, 0);
   EXPECT_EQ(clipped.grad_norm, free.grad_norm);  // the norm before clipping
   EXPECT_NEAR(global_norm(), s.grad_clip, 1e-4 * s.grad_clip);
 }
@@ -109,38 +136,30 @@ TEST_F(ConfigEffects, GradClipLeavesTheGradientAtThatNorm) {
 // gradient_accumulation_steps: the micro-batches' accumulated gradient is the gradient of the mean
 // loss over all their rows, as if they were one batch.
 TEST_F(ConfigEffects, GradientAccumulationGivesTheGradientOfOneBigBatch) {
-  TrainConfig c = tiny_config(dir, corpus);
-  c.model.dropout = 0;
-  const int64_t B = 4, T = c.model.block_size, micro_batches = 3;
-  const Dataset data = open_text(corpus);
-  Gpt model(c.model_config(data.vocab().size()));
-  model.init_weights(1);
-  Arena arena;
-  Graph graph(arena);
-  Batch batch;
-  LocalGradientSync sync;
+  GradientBench bench(dir, corpus);
+  const int64_t B = 4, T = bench.config.model.block_size, micro_batches = 3, iter = 5;
   const StepSettings s{B, T, micro_batches, 0.0, 7};
-  const int64_t iter = 5;
-  const StepResult accumulated = compute_step_gradient(model, graph, sync, data.train(), s, iter, batch);
-  ParamStore& params = model.params();
+  const StepResult accumulated = bench.step(s, iter);
+  ParamStore& params = bench.model->params();
   const std::vector<float> by_micro_batches(params.grad(), params.grad() + params.padded_floats());
   params.zero_grad();
 
   Batch big;
   for (int64_t micro = 0; micro < micro_batches; ++micro) {
     Rng rows = train_batch_stream(s.seed, iter, micro);
-    Dataset::sample_batch(data.train(), B, T, rows, batch);
-    big.inputs.insert(big.inputs.end(), batch.inputs.begin(), batch.inputs.end());
-    big.targets.insert(big.targets.end(), batch.targets.begin(), batch.targets.end());
+    Dataset::sample_batch(bench.data.train(), B, T, rows, bench.batch);
+    big.inputs.insert(big.inputs.end(), bench.batch.inputs.begin(), bench.batch.inputs.end());
+    big.targets.insert(big.targets.end(), bench.batch.targets.begin(), bench.batch.targets.end());
   }
   Rng no_dropout(0);
-  const Gpt::Output out = model.forward(graph, big.inputs.data(), B * micro_batches, T, big.targets.data(), true,
-                                        no_dropout);
+  const Gpt::Output out =
+      bench.model->forward(bench.graph, big.inputs.data(), B * micro_batches, T, big.targets.data(), true, no_dropout);
   EXPECT_NEAR(out.loss.item(), accumulated.loss, 1e-5);
-  graph.backward(out.loss);
-  graph.reset();
+  bench.graph.backward(out.loss);
+  bench.graph.reset();
   double largest = 0;
-  for (std::size_t i = 0; i < params.padded_floats(); ++i) largest = std::max(largest, std::fabs(static_cast<double>(params.grad()[i])));
+  for (std::size_t i = 0; i < params.padded_floats(); ++i)
+    largest = std::max(largest, std::fabs(static_cast<double>(params.grad()[i])));
   ASSERT_GT(largest, 0.0);
   for (std::size_t i = 0; i < params.padded_floats(); ++i)
     ASSERT_NEAR(by_micro_batches[i], params.grad()[i], 1e-5 * largest) << "gradient element " << i;
@@ -175,6 +194,118 @@ TEST_F(ConfigEffects, EvalItersIsTheNumberOfBatchesAnEvaluationAverages) {
   };
   EXPECT_EQ(logged, estimate(3));
   EXPECT_NE(estimate(3), estimate(2));
+}
+
+// val_fraction: the share of the text that becomes the validation split.
+TEST_F(ConfigEffects, ValFractionSizesTheValidationSplit) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 0;
+  for (double fraction : {0.1, 0.3}) {
+    c.val_fraction = fraction;
+    run_training(c, nullptr);
+    const nlohmann::json start = start_record(c.out_dir);
+    const double total = start["train_tokens"].get<double>() + start["val_tokens"].get<double>();
+    EXPECT_NEAR(start["val_tokens"].get<double>() / total, fraction, 0.01) << fraction;
+  }
+}
+
+// val_data_path: that file, whole, is the validation split.
+TEST_F(ConfigEffects, ValDataPathIsTheValidationSplit) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 0;
+  c.val_data_path = dir.write("val.txt", generated_corpus(1234, 9).substr(0, 1234));
+  run_training(c, nullptr);
+  EXPECT_EQ(start_record(c.out_dir)["val_tokens"], 1234);
+  EXPECT_EQ(start_record(c.out_dir)["train_tokens"], generated_corpus(20000).size());
+}
+
+// skip_invalid_files: a folder's file that is not UTF-8 text stops the run, or is left out.
+TEST_F(ConfigEffects, SkipInvalidFilesLeavesOutWhatIsNotText) {
+  TrainConfig c = tiny_config(dir, dir.file("texts"));
+  c.max_iters = 0;
+  std::filesystem::create_directories(dir.file("texts"));
+  const std::string text = generated_corpus(5000);
+  dir.write("texts/a.txt", text);
+  dir.write("texts/b.bin", std::string("\xff\xfe\x00binary", 9));
+  EXPECT_THROW(run_training(c, nullptr), UserError);
+  c.skip_invalid_files = true;
+  run_training(c, nullptr);
+  const nlohmann::json start = start_record(c.out_dir);
+  EXPECT_EQ(start["train_tokens"].get<std::size_t>() + start["val_tokens"].get<std::size_t>(), text.size());
+}
+
+// cache_dir: where the text is prepared.
+TEST_F(ConfigEffects, CacheDirHoldsThePreparedDataset) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 0;
+  c.cache_dir = dir.file("cache");
+  run_training(c, nullptr);
+  const std::string folder = cache_folder(c.corpus(), c.cache_dir);
+  EXPECT_TRUE(folder.starts_with(c.cache_dir)) << folder;
+  EXPECT_TRUE(std::filesystem::exists(folder + "/train.bin")) << folder;
+  EXPECT_EQ(start_record(c.out_dir)["data"], folder);
+}
+
+// dropout: masks in training that change its losses; dropout 0 matches a plain forward (the
+// accumulation test above).
+TEST_F(ConfigEffects, DropoutChangesTheTrainingLosses) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 3;
+  c.model.dropout = 0;
+  run_training(c, nullptr);
+  const auto plain = read_metrics(c.out_dir).train;
+  c.model.dropout = 0.3;
+  run_training(c, nullptr);
+  const auto dropped = read_metrics(c.out_dir).train;
+  ASSERT_EQ(plain.size(), dropped.size());
+  EXPECT_NE(plain.front(), dropped.front());
+}
+
+// batch_size (with seed and block_size): the first logged loss is that of the step's batch of
+// batch_size rows, drawn from the seed's stream, on the seed's initial weights.
+TEST_F(ConfigEffects, BatchSizeIsTheRowsOfAStep) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 1;
+  c.model.dropout = 0;
+  c.batch_size = 5;
+  c.seed = 11;
+  run_training(c, nullptr);
+  GradientBench bench(dir, corpus);
+  bench.model->init_weights(11);
+  const StepResult step = bench.step({5, c.model.block_size, 1, 0.0, 11}, 0);
+  EXPECT_EQ(read_metrics(c.out_dir).train.at(0).second, step.loss);
+}
+
+// rope_theta: the base of the rotary angles the model rotates q and k by.
+GptConfig one_layer_model() {
+  GptConfig config;
+  config.n_layer = 1;
+  config.n_head = 2;
+  config.n_embd = 16;
+  config.block_size = 8;
+  config.vocab_size = 10;
+  return config;
+}
+
+TEST(ConfigEffectsOnTheModel, RopeThetaSetsTheRotaryAngles) {
+  GptConfig config = one_layer_model();
+  config.pos_encoding = PosEncoding::rope;
+  config.rope_theta = 500;
+  const RopeTable expected = make_rope_table(8, 8, 500), other = make_rope_table(8, 8, 10000);
+  const Gpt model(config);
+  EXPECT_EQ(model.rope_table().cos, expected.cos);
+  EXPECT_EQ(model.rope_table().sin, expected.sin);
+  EXPECT_NE(expected.cos, other.cos);
+}
+
+// mlp_hidden: the width of the MLP's hidden layer, in the weights' shapes.
+TEST(ConfigEffectsOnTheModel, MlpHiddenIsTheWidthOfTheMlpWeights) {
+  GptConfig config = one_layer_model();
+  config.mlp_hidden = 50;
+  Gpt model(config);
+  const ParamStore& params = model.params();
+  EXPECT_EQ(params.slot(params.index_of("transformer.h.0.mlp.c_fc.weight")).shape, (Shape{50, 16}));
+  EXPECT_EQ(params.slot(params.index_of("transformer.h.0.mlp.c_proj.weight")).shape, (Shape{16, 50}));
 }
 
 }  // namespace

@@ -255,6 +255,18 @@ TEST_F(Distributed, CheckReplicasStopsProcessesWhoseWeightsDiffer) {
   EXPECT_EQ(run("unchecked", "false"), 0) << log("unchecked");
 }
 
+// zero_stage 1 shards the optimizer state over the processes (the bits stay those of stage 0:
+// SameBits tests above).
+TEST_F(Distributed, ZeroStageOneShardsTheOptimizerState) {
+  for (const char* stage : {"0", "1"}) {
+    const std::string out = std::string("stage") + stage;
+    ASSERT_EQ(train_on(2, out, {"--max_iters", "2", "--zero_stage", stage}), 0) << log(out);
+    const bool sharded = log(out).find("optimizer state sharded (ZeRO-1)") != std::string::npos;
+    EXPECT_EQ(sharded, stage == std::string("1")) << log(out);
+    EXPECT_EQ(log(out).find("optimizer state replicated") != std::string::npos, !sharded) << log(out);
+  }
+}
+
 TEST_F(Distributed, AKilledProcessEndsTheRunWithinSecondsAndTheCheckpointStaysLoadable) {
   ChildProcess run(GPT_MPIEXEC,
                    mpirun_args(2, "killed", {"--max_iters", "1000000", "--always_save_checkpoint", "true"}),

@@ -411,6 +411,46 @@ TEST(Muon, SameBitsOnOneTwoAndThreeThreadsInEachDtype) {
   }
 }
 
+// The optimizer keys reach the optimizers: three steps of make_optimizer(config) give the bits of
+// the optimizer built with those settings by hand, and not those of the defaults.
+TEST(Optimizers, TheirConfigKeysReachThem) {
+  auto weights_after_steps = [](auto make) {
+    ParamStore store;
+    add_model_like_parameters(store, 8, 16);
+    const std::unique_ptr<Optimizer> optimizer = make(store);
+    Rng rng(4);
+    for (int step = 0; step < 3; ++step) {
+      fill_gradients(store, rng);
+      optimizer->step(2e-3 * (step + 1));
+    }
+    return std::vector<float>(store.data(), store.data() + store.padded_floats());
+  };
+  TrainConfig c;
+  c.beta1 = 0.5;
+  c.beta2 = 0.7;
+  c.weight_decay = 0.3;
+  c.muon_lr = 0.05;
+  c.muon_momentum = 0.8;
+  c.learning_rate = 2e-3;
+  const AdamWSettings adamw{0.5, 0.7, 1e-8, 0.3};
+  const auto from_config = [&](ParamStore& store) { return make_optimizer(c, store); };
+  const auto whole = [](ParamStore& store) { return StoreRange{0, static_cast<int64_t>(store.padded_floats())}; };
+  const std::vector<float> adamw_steps = weights_after_steps(from_config);
+  EXPECT_EQ(adamw_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
+              return std::make_unique<AdamW>(store, adamw, whole(store));
+            }));
+  EXPECT_NE(adamw_steps, weights_after_steps([&](ParamStore& store) { return make_optimizer(TrainConfig{}, store); }));
+  c.optimizer = OptimizerKind::muon;
+  const std::vector<float> muon_steps = weights_after_steps(from_config);
+  EXPECT_EQ(muon_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
+              return std::make_unique<Muon>(store, MuonSettings{0.05, 0.8, 2e-3, adamw}, whole(store));
+            }));
+  for (const MuonSettings other : {MuonSettings{0.02, 0.8, 2e-3, adamw}, MuonSettings{0.05, 0.95, 2e-3, adamw}})
+    EXPECT_NE(muon_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
+                return std::make_unique<Muon>(store, other, whole(store));
+              }));
+}
+
 TEST(Muon, ChosenByTheConfigWithItsKeysChecked) {
   EXPECT_EQ(Setting<OptimizerKind>::parse("muon"), OptimizerKind::muon);
   EXPECT_EQ(Setting<OptimizerKind>::text(OptimizerKind::muon), "muon");

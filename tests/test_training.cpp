@@ -1,6 +1,7 @@
 // The training loop end to end, in process: loss falls, runs are bit-reproducible for a seed and
 // independent of the thread count, a resumed run continues exactly, checkpoints reload.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <atomic>
@@ -55,17 +56,17 @@ TEST_F(Training, SameSeedSameLossesBitForBit) {
 }
 
 TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
-  const testing::ThreadCount restore;  // run_training sets the count from c.threads
+  const testing::ThreadCount restore;  // the CLI applies the threads key; run_training uses OpenMP's count
   TrainConfig c = tiny_config(dir, corpus);
   c.model.n_embd = 64;  // enough work for the parallel paths to split it
   c.batch_size = 16;
-  c.threads = 1;
+  omp_set_num_threads(1);
   run_training(c, nullptr);
   const LoggedRun one = read_metrics(c.out_dir);
-  c.threads = 2;
+  omp_set_num_threads(2);
   run_training(c, nullptr);
   const LoggedRun two = read_metrics(c.out_dir);
-  c.threads = 3;
+  omp_set_num_threads(3);
   run_training(c, nullptr);
   const LoggedRun three = read_metrics(c.out_dir);
   EXPECT_EQ(one.train, two.train);
@@ -83,8 +84,8 @@ TEST_F(Training, AttentionKeysThreadCountDoesNotChangeTheResult) {
   c.model.qk_norm = true;
   c.batch_size = 16;
   std::vector<LoggedRun> runs;
-  for (int64_t threads : {1, 3}) {
-    c.threads = threads;
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
     run_training(c, nullptr);
     runs.push_back(read_metrics(c.out_dir));
   }
@@ -103,10 +104,10 @@ TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
   const LoggedRun float32 = read_metrics(c.out_dir);
   EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::float32);
   c.dtype = Dtype::bfloat16;
-  c.threads = 1;
+  omp_set_num_threads(1);
   run_training(c, nullptr);
   const LoggedRun one = read_metrics(c.out_dir);
-  c.threads = 3;
+  omp_set_num_threads(3);
   run_training(c, nullptr);
   const LoggedRun three = read_metrics(c.out_dir);
   EXPECT_EQ(one.train, three.train);
@@ -129,12 +130,12 @@ TEST_F(Training, TilesArithmeticHasItsOwnBitsAndAResumeKeepsIt) {
   const LoggedRun sequential = read_metrics(c.out_dir);
   EXPECT_EQ(load_model(c.out_dir).bf16_arithmetic, Bf16Arithmetic::sequential);
   c.bf16_arithmetic = Bf16Arithmetic::tiles;
-  c.threads = 1;
+  omp_set_num_threads(1);
   run_training(c, nullptr);
   const LoggedRun tiles = read_metrics(c.out_dir);
   EXPECT_EQ(load_model(c.out_dir).bf16_arithmetic, Bf16Arithmetic::tiles);
   EXPECT_NE(tiles.train, sequential.train);
-  c.threads = 2;
+  omp_set_num_threads(2);
   run_training(c, nullptr);
   EXPECT_EQ(read_metrics(c.out_dir).train, tiles.train);
 
