@@ -1,16 +1,21 @@
 // Core pieces: the Rng's reproducibility and distributions, the arena, the parameter store, and
 // allocations the machine cannot give (an error naming the size, not a bare "out of memory").
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
+#include "core/first_failure.h"
 #include "core/memory.h"
 #include "core/param_store.h"
 #include "core/rng.h"
@@ -72,6 +77,34 @@ TEST(Arena, AlignedAndMergesChunksOnReset) {
   EXPECT_GE(capacity, peak);
   for (int i = 0; i < 20; ++i) arena.allocate_bytes(1000);
   EXPECT_EQ(arena.capacity_bytes(), capacity);  // the same step now fits without growing
+}
+
+// An exception of a parallel loop's iteration reaches the thread after the region, as does one of
+// a std::thread; it is thrown once.
+TEST(FirstFailure, CarriesTheFirstExceptionOutOfAParallelRegionAndAThread) {
+  FirstFailure failure;
+  constexpr int kItems = 64;
+#pragma omp parallel for schedule(static, 1) num_threads(2)
+  for (int i = 0; i < kItems; ++i)
+    failure.capture([&] {
+      if (i == 1) throw std::runtime_error("item 1");  // on the second thread
+    });
+  EXPECT_TRUE(failure.failed());
+  EXPECT_THROW(
+      try { failure.rethrow(); } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "item 1");
+        throw;
+      },
+      std::runtime_error);
+  EXPECT_NO_THROW(failure.rethrow());  // once
+
+  FirstFailure on_thread;
+  std::thread([&] { on_thread.capture([] { throw std::bad_alloc(); }); }).join();
+  EXPECT_THROW(on_thread.rethrow(), std::bad_alloc);
+  FirstFailure none;
+  none.capture([] {});
+  EXPECT_FALSE(none.failed());
+  EXPECT_NO_THROW(none.rethrow());
 }
 
 TEST(Memory, ByteSizesReadAsPeopleWriteThem) {
