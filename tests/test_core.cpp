@@ -79,6 +79,25 @@ TEST(Arena, AlignedAndMergesChunksOnReset) {
   EXPECT_EQ(arena.capacity_bytes(), capacity);  // the same step now fits without growing
 }
 
+// A reset whose merged block cannot be had still leaves an arena that allocates (it used to leave
+// no chunk at all, and the next allocation read past the end of an empty list).
+TEST(Arena, ResetLeavesAWorkingArenaWhenTheMergedBlockCannotBeHad) {
+  const std::size_t memory = system_memory_bytes();
+  if (memory == 0) GTEST_SKIP() << "this machine's memory is unknown";
+  Arena arena(256);
+  // Two chunks of 60% of the machine each (reserved, never touched, so nothing becomes resident):
+  // one block of the 120% peak is more than the machine has.
+  arena.allocate_bytes(memory / 10 * 6);
+  arena.allocate_bytes(memory / 10 * 6);
+  ASSERT_GT(arena.high_water_bytes(), memory);
+  EXPECT_NO_THROW(arena.reset());
+  EXPECT_EQ(arena.used_bytes(), 0u);
+  float* p = arena.allocate_floats(16);
+  ASSERT_NE(p, nullptr);
+  p[15] = 1.0f;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+}
+
 // An exception of a parallel loop's iteration reaches the thread after the region, as does one of
 // a std::thread; it is thrown once.
 TEST(FirstFailure, CarriesTheFirstExceptionOutOfAParallelRegionAndAThread) {
