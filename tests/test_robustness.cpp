@@ -3,11 +3,15 @@
 // keeps the previous checkpoint; malformed checkpoints give one clear error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "cli/stop_signal.h"
 #include "cli_runner.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -194,6 +198,27 @@ TEST_F(Robustness, MalformedCheckpointsGiveOneClearError) {
   check(replaced("\"vocab_size\\\":", "\"vocab_sizX\\\":"), "vocab_size");
   const CommandResult r = run_gpt("sample --checkpoint " + dir.file("nothing.safetensors"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+void ignore_signal(int) {}
+
+// The scope gives back the handlers it found (a host program's, or an outer scope's), not SIG_DFL.
+TEST(StopSignalScope, RestoresTheHandlersItReplaced) {
+  struct sigaction original_int {
+  }, original_term{};
+  ::sigaction(SIGINT, nullptr, &original_int);
+  ::sigaction(SIGTERM, nullptr, &original_term);
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, ignore_signal);
+  { const StopSignalScope scope; }
+  struct sigaction after_int {
+  }, after_term{};
+  ::sigaction(SIGINT, nullptr, &after_int);
+  ::sigaction(SIGTERM, nullptr, &after_term);
+  ::sigaction(SIGINT, &original_int, nullptr);
+  ::sigaction(SIGTERM, &original_term, nullptr);
+  EXPECT_EQ(after_int.sa_handler, SIG_IGN);
+  EXPECT_EQ(after_term.sa_handler, &ignore_signal);
 }
 
 }  // namespace
