@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/copy_values.h"
 #include "kernels/gemm.h"
@@ -66,6 +67,8 @@ void create_out_dir(const std::string& out_dir) {
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw UserError("cannot create out_dir " + out_dir + ": " + ec.message(), ExitCode::runtime);
+  if (const int removed = remove_stale_temporaries(out_dir))
+    spdlog::info("removed {} temporary file(s) that an interrupted run left in {}", removed, out_dir);
 }
 
 class RunSetup {
