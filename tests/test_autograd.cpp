@@ -1,12 +1,19 @@
 // Autograd semantics: gradient accumulation on fan-out, no-grad mode, the tape, and the fused
 // attention op against its primitive composition.
 #include <gtest/gtest.h>
+#include <omp.h>
+#include <sys/resource.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "attention_reference.h"
+#include "core/memory.h"
 #include "gradcheck.h"
 #include "ops/ops.h"
 #include "same_bits.h"
@@ -426,6 +433,52 @@ TEST(Autograd, OpsWhoseOutputGetsNoGradientAreSkipped) {
   EXPECT_EQ(runs, 0);
   EXPECT_EQ(y.grad(), nullptr);
   for (int i = 0; i < 6; ++i) EXPECT_FLOAT_EQ(x.grad[i], 2.0f);
+}
+
+// The process's address space, in bytes (VmSize).
+std::size_t address_space_bytes() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("VmSize:", 0) == 0) return std::stoul(line.substr(7)) * 1024;
+  return 0;
+}
+
+// In a child: attention whose per-thread packs cannot be had (the address space is limited to
+// what the process holds plus 4 MiB; each thread's packed keys need 4 MiB on a 2 MiB boundary), so
+// the allocation fails on the threads of the parallel region. Exits 3 with the error when it
+// reaches this thread, 0 if nothing failed.
+[[noreturn]] void attend_without_memory_for_the_packs() {
+  constexpr int64_t B = 4, T = 1024, hs = 1024;  // one head, four (batch, head) items
+  const testing::ThreadCount two_threads(2);     // so a worker thread, not only this one, fails
+  Rng rng(3);
+  OwnedTensor small(Shape{B, 8, 3 * 8}, rng), qkv(Shape{B, T, 3 * hs}, rng);
+  Arena arena(std::size_t{64} << 20);  // out, scratch and stats fit: the packs are all that grows
+  Graph g(arena);
+  NoGradGuard no_grad(g);
+  Rng dropout_rng(1);
+  // The team, its threads' small packs and their malloc arenas exist before the limit.
+  causal_self_attention(g, small.view_no_grad(), 1, 0.0f, dropout_rng, false);
+  arena.reset();
+  const auto limit = static_cast<rlim_t>(address_space_bytes() + (std::size_t{4} << 20));
+  const rlimit as{limit, limit};
+  if (address_space_bytes() == 0 || ::setrlimit(RLIMIT_AS, &as) != 0) std::_Exit(4);
+  try {
+    causal_self_attention(g, qkv.view_no_grad(), 1, 0.0f, dropout_rng, false);
+  } catch (const AllocationFailure& e) {
+    std::fprintf(stderr, "%s\n", e.what());
+    std::_Exit(3);
+  }
+  std::_Exit(0);
+}
+
+// An exception thrown inside a parallel region (here attention's packing) reaches the calling
+// thread, which can report it, instead of ending the process in std::terminate.
+TEST(AttentionDeathTest, AnAllocationFailingInsideTheParallelRegionReachesTheCaller) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's shadow memory does not fit a limited address space";
+#endif
+  GTEST_FLAG_SET(death_test_style, "threadsafe");  // a forked child of OpenMP threads has no team
+  EXPECT_EXIT(attend_without_memory_for_the_packs(), ::testing::ExitedWithCode(3), "out of memory");
 }
 
 }  // namespace

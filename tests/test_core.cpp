@@ -1,16 +1,21 @@
 // Core pieces: the Rng's reproducibility and distributions, the arena, the parameter store, and
 // allocations the machine cannot give (an error naming the size, not a bare "out of memory").
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <new>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
+#include "core/first_failure.h"
 #include "core/memory.h"
 #include "core/param_store.h"
 #include "core/rng.h"
@@ -72,6 +77,53 @@ TEST(Arena, AlignedAndMergesChunksOnReset) {
   EXPECT_GE(capacity, peak);
   for (int i = 0; i < 20; ++i) arena.allocate_bytes(1000);
   EXPECT_EQ(arena.capacity_bytes(), capacity);  // the same step now fits without growing
+}
+
+// A reset whose merged block cannot be had still leaves an arena that allocates (it used to leave
+// no chunk at all, and the next allocation read past the end of an empty list).
+TEST(Arena, ResetLeavesAWorkingArenaWhenTheMergedBlockCannotBeHad) {
+  const std::size_t memory = system_memory_bytes();
+  if (memory == 0) GTEST_SKIP() << "this machine's memory is unknown";
+  Arena arena(256);
+  // Two chunks of 60% of the machine each (reserved, never touched, so nothing becomes resident):
+  // one block of the 120% peak is more than the machine has.
+  arena.allocate_bytes(memory / 10 * 6);
+  arena.allocate_bytes(memory / 10 * 6);
+  ASSERT_GT(arena.high_water_bytes(), memory);
+  EXPECT_NO_THROW(arena.reset());
+  EXPECT_EQ(arena.used_bytes(), 0u);
+  float* p = arena.allocate_floats(16);
+  ASSERT_NE(p, nullptr);
+  p[15] = 1.0f;
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+}
+
+// An exception of a parallel loop's iteration reaches the thread after the region, as does one of
+// a std::thread; it is thrown once.
+TEST(FirstFailure, CarriesTheFirstExceptionOutOfAParallelRegionAndAThread) {
+  FirstFailure failure;
+  constexpr int kItems = 64;
+#pragma omp parallel for schedule(static, 1) num_threads(2)
+  for (int i = 0; i < kItems; ++i)
+    failure.capture([&] {
+      if (i == 1) throw std::runtime_error("item 1");  // on the second thread
+    });
+  EXPECT_TRUE(failure.failed());
+  EXPECT_THROW(
+      try { failure.rethrow(); } catch (const std::runtime_error& e) {
+        EXPECT_STREQ(e.what(), "item 1");
+        throw;
+      },
+      std::runtime_error);
+  EXPECT_NO_THROW(failure.rethrow());  // once
+
+  FirstFailure on_thread;
+  std::thread([&] { on_thread.capture([] { throw std::bad_alloc(); }); }).join();
+  EXPECT_THROW(on_thread.rethrow(), std::bad_alloc);
+  FirstFailure none;
+  none.capture([] {});
+  EXPECT_FALSE(none.failed());
+  EXPECT_NO_THROW(none.rethrow());
 }
 
 TEST(Memory, ByteSizesReadAsPeopleWriteThem) {

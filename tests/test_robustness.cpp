@@ -3,11 +3,15 @@
 // keeps the previous checkpoint; malformed checkpoints give one clear error.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 
+#include "cli/stop_signal.h"
 #include "cli_runner.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
@@ -195,6 +199,47 @@ TEST_F(Robustness, MalformedCheckpointsGiveOneClearError) {
   check(replaced("\"vocab_size\\\":", "\"vocab_sizX\\\":"), "vocab_size");
   const CommandResult r = run_gpt("sample --checkpoint " + dir.file("nothing.safetensors"));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+// A second Ctrl-C exits at once, mid-write: the temporary files of that process are left. The next
+// run in the folder removes them, and only them: not those of a process that still runs (it may
+// be writing), nor files that merely look alike.
+TEST_F(Robustness, TheNextRunRemovesTemporaryFilesOfProcessesThatEnded) {
+  const std::string out = dir.file("leftovers");
+  std::filesystem::create_directories(out);
+  const pid_t ended = ::fork();
+  if (ended == 0) ::_exit(0);
+  ASSERT_GT(ended, 0);
+  ::waitpid(ended, nullptr, 0);
+  const std::string stale = dir.write("leftovers/model.safetensors.tmp" + std::to_string(ended), "torn");
+  const std::string running = dir.write("leftovers/config.json.tmp" + std::to_string(::getpid()), "in progress");
+  const std::string lookalike = dir.write("leftovers/notes.tmp12ab", "mine");
+  ChildProcess run(train_args(out, 2), dir.file("leftovers.log"));
+  ASSERT_EQ(run.wait(), 0) << read_whole_file(dir.file("leftovers.log"));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(running));
+  EXPECT_TRUE(std::filesystem::exists(lookalike));
+}
+
+void ignore_signal(int) {}
+
+// The scope gives back the handlers it found (a host program's, or an outer scope's), not SIG_DFL.
+TEST(StopSignalScope, RestoresTheHandlersItReplaced) {
+  struct sigaction original_int {
+  }, original_term{};
+  ::sigaction(SIGINT, nullptr, &original_int);
+  ::sigaction(SIGTERM, nullptr, &original_term);
+  std::signal(SIGINT, SIG_IGN);
+  std::signal(SIGTERM, ignore_signal);
+  { const StopSignalScope scope; }
+  struct sigaction after_int {
+  }, after_term{};
+  ::sigaction(SIGINT, nullptr, &after_int);
+  ::sigaction(SIGTERM, nullptr, &after_term);
+  ::sigaction(SIGINT, &original_int, nullptr);
+  ::sigaction(SIGTERM, &original_term, nullptr);
+  EXPECT_EQ(after_int.sa_handler, SIG_IGN);
+  EXPECT_EQ(after_term.sa_handler, &ignore_signal);
 }
 
 }  // namespace

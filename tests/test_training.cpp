@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <thread>
 
 #include "core/atomic_file.h"
@@ -425,6 +426,29 @@ TEST(StopSaver, DoesNotSaveAnIterationTheLoopSaved) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the saver polls every 20 ms
   }
   EXPECT_EQ(saves, 0);
+}
+
+// A failure of the saver's thread other than a UserError (out of memory, a filesystem_error, a
+// broken check) does not end the process in std::terminate: the main thread gets it at its next
+// call, and main reports it with its message and exit code.
+TEST(StopSaver, AFailedSaveReachesTheMainThread) {
+  std::atomic<int> stop{0};
+  std::atomic<bool> tried{false};
+  StopSaver saver(&stop, [&](const StopSnapshot&) {
+    tried.store(true);
+    throw std::bad_alloc();
+  });
+  StopSnapshot after;
+  after.iter_num = 3;
+  saver.apply([] {}, after);
+  stop.store(2);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!tried.load()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the saver did not try to save within 30 s";
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  // The saver holds its lock until it has kept the failure: the loop's save waits for it.
+  EXPECT_THROW(saver.save_now(3, [] {}), std::bad_alloc);
 }
 
 }  // namespace

@@ -2,8 +2,6 @@
 
 #include <unistd.h>
 
-#include <csignal>
-
 namespace gpt {
 
 namespace {
@@ -19,13 +17,17 @@ extern "C" void on_stop_signal(int signal) {
 
 StopSignalScope::StopSignalScope() {
   g_stop_signal.store(0);
-  std::signal(SIGINT, on_stop_signal);
-  std::signal(SIGTERM, on_stop_signal);
+  struct sigaction stop {};
+  stop.sa_handler = on_stop_signal;
+  sigemptyset(&stop.sa_mask);
+  stop.sa_flags = SA_RESTART;  // as std::signal installs it: interrupted reads and writes go on
+  ::sigaction(SIGINT, &stop, &previous_interrupt_);
+  ::sigaction(SIGTERM, &stop, &previous_terminate_);
 }
 
 StopSignalScope::~StopSignalScope() {
-  std::signal(SIGINT, SIG_DFL);
-  std::signal(SIGTERM, SIG_DFL);
+  ::sigaction(SIGINT, &previous_interrupt_, nullptr);
+  ::sigaction(SIGTERM, &previous_terminate_, nullptr);
 }
 
 const std::atomic<int>* StopSignalScope::signal() const { return &g_stop_signal; }

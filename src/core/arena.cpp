@@ -11,7 +11,8 @@ Arena::Arena(std::size_t initial_bytes) {
 
 void* Arena::allocate_bytes(std::size_t bytes) {
   bytes = round_up(std::max<std::size_t>(bytes, 1), kAlignment);
-  if (offset_ + bytes > chunks_.back().size()) {
+  const std::size_t current = chunks_.empty() ? 0 : chunks_.back().size();
+  if (offset_ + bytes > current) {
     // Grow geometrically so that a first step with many tensors makes few chunks; when twice the
     // last chunk cannot be had, by just what this request needs.
     auto add_chunk = [&](std::size_t size) {
@@ -22,7 +23,7 @@ void* Arena::allocate_bytes(std::size_t bytes) {
         return false;
       }
     };
-    if (!add_chunk(std::max(bytes, chunks_.back().size() * 2)) && !add_chunk(bytes))
+    if (!add_chunk(std::max(bytes, current * 2)) && !add_chunk(bytes))
       throw AllocationFailure(static_cast<double>(bytes),
                               "the activation arena, which holds " + byte_size(static_cast<double>(used_bytes())) +
                                   " for this step already (it grows with batch_size, block_size, n_layer, n_embd "
@@ -46,7 +47,12 @@ void Arena::reset() {
   if (chunks_.size() > 1) {
     // The step's peak is exactly what one block needs: allocations are rounded the same way.
     chunks_.clear();
-    chunks_.emplace_back(high_water_, kUninitialized);
+    // Merging only saves the next steps' growing: when the block cannot be had, the arena starts
+    // empty and the step grows it again, failing there (with what it was for) if it must.
+    try {
+      chunks_.emplace_back(high_water_, kUninitialized);
+    } catch (const AllocationFailure&) {
+    }
   }
   offset_ = 0;
   used_before_current_ = 0;

@@ -27,7 +27,7 @@ class Arena {
 
  private:
   std::vector<AlignedBuffer<std::byte>> chunks_;
-  std::size_t offset_ = 0;               // within chunks_.back()
+  std::size_t offset_ = 0;               // within chunks_.back() (0 while there is none)
   std::size_t used_before_current_ = 0;  // bytes handed out from earlier chunks this step
   std::size_t high_water_ = 0;
 };

@@ -1,8 +1,10 @@
 #include "core/atomic_file.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -23,10 +25,26 @@ void sync_folder(const std::string& path) {
   ::close(fd);
 }
 
+constexpr std::string_view kTemporaryMark = ".tmp";  // then the writer's pid
+
+// The pid in a temporary file's name, or 0 when the name is not one of ours.
+pid_t writer_of(std::string_view name) {
+  const std::size_t mark = name.rfind(kTemporaryMark);
+  if (mark == std::string_view::npos || mark == 0) return 0;
+  const std::string_view digits = name.substr(mark + kTemporaryMark.size());
+  if (digits.empty() || digits.size() > 9 || digits[0] == '0' ||
+      !std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; }))
+    return 0;
+  return static_cast<pid_t>(std::stol(std::string(digits)));
+}
+
+// EPERM: it runs, as another user.
+bool process_runs(pid_t pid) { return ::kill(pid, 0) == 0 || errno == EPERM; }
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(std::string path)
-    : path_(std::move(path)), temporary_(path_ + ".tmp" + std::to_string(::getpid())) {
+    : path_(std::move(path)), temporary_(path_ + std::string(kTemporaryMark) + std::to_string(::getpid())) {
   fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int error = errno;
@@ -75,6 +93,20 @@ void write_file_atomically(const std::string& path, std::string_view bytes) {
   AtomicFileWriter file(path);
   file.write(bytes);
   file.commit();
+}
+
+int remove_stale_temporaries(const std::string& folder) {
+  namespace fs = std::filesystem;
+  int removed = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder, ec), end; !ec && it != end; it.increment(ec)) {
+    const pid_t writer = writer_of(it->path().filename().string());
+    std::error_code ignored;
+    if (writer > 0 && writer != ::getpid() && !process_runs(writer) && it->is_regular_file(ignored) &&
+        fs::remove(it->path(), ignored))
+      ++removed;
+  }
+  return removed;
 }
 
 std::string read_whole_file(const std::string& path) {

@@ -31,6 +31,12 @@ class AtomicFileWriter {
 };
 
 void write_file_atomically(const std::string& path, std::string_view bytes);
+// Removes from `folder` the temporary files (`<file>.tmp<pid>`) of processes that no longer run:
+// a second Ctrl-C or a kill ends a process mid-write and leaves them. A running process's are kept
+// (it may be writing them), and so is anything that cannot be read or removed. The pid is this
+// machine's: a folder shared with another machine's running writer is not supported. Returns
+// how many were removed.
+int remove_stale_temporaries(const std::string& folder);
 // Reads a whole file; UserError (exit 1) naming it when it cannot be read.
 std::string read_whole_file(const std::string& path);
 

@@ -452,6 +452,8 @@ DatasetManifest prepare_dataset(const CorpusSpec& spec, const CorpusSources& lis
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) throw UserError("cannot create " + out_dir + ": " + ec.message(), ExitCode::runtime);
+  if (const int removed = remove_stale_temporaries(out_dir))
+    spdlog::info("removed {} temporary file(s) that an interrupted run left in {}", removed, out_dir);
   std::filesystem::remove(std::filesystem::path(out_dir) / kManifestName, ec);
   const DatasetManifest m = Preparation(spec, listed, stop_signal).run(out_dir);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -15,6 +15,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/check.h"
+#include "core/first_failure.h"
 #include "kernels/gemm/dispatch.h"
 #include "kernels/gemm/flush_subnormals.h"
 #include "kernels/gemm/kernel_family.h"
@@ -234,8 +235,11 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
     // Small products (attention's, each inside the caller's own parallel loop) skip the cost of
     // opening a parallel region.
     if (parallel) {
+      // Safe with run_k_chunk's barrier: what can throw (growing a thread's scratch) follows it.
+      FirstFailure failure;
 #pragma omp parallel
-      run_k_chunk(product, p_begin, p_end, omp_get_thread_num(), omp_get_num_threads());
+      failure.capture([&] { run_k_chunk(product, p_begin, p_end, omp_get_thread_num(), omp_get_num_threads()); });
+      failure.rethrow();
     } else {
       run_k_chunk(product, p_begin, p_end, 0, 1);
     }

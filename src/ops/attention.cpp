@@ -19,6 +19,7 @@
 #include <cstring>
 #include <vector>
 
+#include "core/first_failure.h"
 #include "kernels/gemm.h"
 #include "kernels/softmax_row.h"
 #include "ops/op_kernels.h"
@@ -135,6 +136,7 @@ void attend_head(const AttentionDims& d, int64_t bh, const float* qkv, const Hea
 void attention_forward(const AttentionDims& d, const float* qkv, float* out, const DropoutMask& mask,
                        SoftmaxRowStats* stats, float* scratch) {
   const int64_t W = d.width, T = d.T;
+  FirstFailure failure;  // packing allocates (a thread's first, larger head)
 #pragma omp parallel num_threads(d.threads)
   {
     // A thread's (batch, head) items are consecutive, so the query heads of a group mostly follow
@@ -142,17 +144,20 @@ void attention_forward(const AttentionDims& d, const float* qkv, float* out, con
     int64_t packed_kv = -1;  // b KV + kv head of what this thread's packs hold, in this call
 #pragma omp for schedule(static)
     for (int64_t bh = 0; bh < d.B * d.H; ++bh) {
-      const int64_t b = bh / d.H, h = bh % d.H;
-      HeadPacks& keys = thread_packs(0);
-      HeadPacks& values = thread_packs(1);
-      if (const int64_t kv = b * d.KV + d.kv_head(h); kv != packed_kv) {
-        pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
-        pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
-        packed_kv = kv;
-      }
-      attend_head(d, bh, qkv, keys, values, out, mask, stats, scratch);
+      failure.capture([&] {
+        const int64_t b = bh / d.H, h = bh % d.H;
+        HeadPacks& keys = thread_packs(0);
+        HeadPacks& values = thread_packs(1);
+        if (const int64_t kv = b * d.KV + d.kv_head(h); kv != packed_kv) {
+          pack_transposed(d, qkv + b * T * W + d.k_offset(h), keys.transposed);
+          pack_chunks(d, qkv + b * T * W + d.v_offset(h), values.chunks);
+          packed_kv = kv;
+        }
+        attend_head(d, bh, qkv, keys, values, out, mask, stats, scratch);
+      });
     }
   }
+  failure.rethrow();
 }
 
 // dots[r] = sum over j <= i0 + r of a[r ld + j] b[r ld + j] for the rows r < rows of a causal
@@ -194,50 +199,53 @@ void attention_backward(const AttentionDims& d, const float* qkv, const DropoutM
                         const float* dout, Tensor::GradTarget dqkv, float* scratch) {
   const int64_t W = d.width, T = d.T;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d.hs));
+  FirstFailure failure;
 #pragma omp parallel for schedule(static) num_threads(d.threads)
-  for (int64_t bkv = 0; bkv < d.B * d.KV; ++bkv) {
-    const int64_t b = bkv / d.KV, kvh = bkv % d.KV;
-    const int64_t block = std::min(kRowBlock, T) * T;
-    float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
-    float* pd = mask.active ? p + block : p;
-    float* dp = p + 2 * block;
-    float dots[kRowBlock];
-    const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
-    const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
-    if (!dqkv.accumulate) zero_task_columns(d, kvh, dqkv.data + b * T * W);
-    HeadPacks& keys = thread_packs(0);
-    HeadPacks& values = thread_packs(1);
-    pack_transposed(d, k, keys.transposed);
-    pack_chunks(d, k, keys.chunks);
-    pack_transposed(d, v, values.transposed);
-    for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
-      const int64_t bh = b * d.H + h;
-      const float* q = qkv + b * T * W + h * d.hs;
-      float* dq = dqkv.data + b * T * W + h * d.hs;
-      float* dk = dqkv.data + b * T * W + d.k_offset(h);
-      float* dv = dqkv.data + b * T * W + d.v_offset(h);
-      const float* dob = dout + b * T * d.C + h * d.hs;
-      for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
-        const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
-        block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, nullptr, stats + bh * T, p, pd);
-        gemm_prepacked_columns(rows, dob + i0 * d.C, d.C, values.transposed, 0, i1, dp, T, false);  // d(dropped)
-        gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true, d.inputs);       // dv
-        if (mask.active)
-          for (int64_t i = i0; i < i1; ++i)
-            mask.apply_range((bh * T + i) * T, dp + (i - i0) * T, dp + (i - i0) * T, i + 1);
-        causal_row_dots(dp, p, T, i0, rows, dots);
-        for (int64_t i = i0; i < i1; ++i) {
-          float* row = dp + (i - i0) * T;
-          const float* prow = p + (i - i0) * T;
-          const float dot = dots[i - i0];
-          for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
-          std::fill(row + i + 1, row + chunk_end(i1, T), 0.0f);
+  for (int64_t bkv = 0; bkv < d.B * d.KV; ++bkv)
+    failure.capture([&] {
+      const int64_t b = bkv / d.KV, kvh = bkv % d.KV;
+      const int64_t block = std::min(kRowBlock, T) * T;
+      float* p = scratch + static_cast<int64_t>(omp_get_thread_num()) * scratch_floats_per_thread(d);
+      float* pd = mask.active ? p + block : p;
+      float* dp = p + 2 * block;
+      float dots[kRowBlock];
+      const float* k = qkv + b * T * W + d.k_offset(kvh * d.group());
+      const float* v = qkv + b * T * W + d.v_offset(kvh * d.group());
+      if (!dqkv.accumulate) zero_task_columns(d, kvh, dqkv.data + b * T * W);
+      HeadPacks& keys = thread_packs(0);
+      HeadPacks& values = thread_packs(1);
+      pack_transposed(d, k, keys.transposed);
+      pack_chunks(d, k, keys.chunks);
+      pack_transposed(d, v, values.transposed);
+      for (int64_t h = kvh * d.group(); h < (kvh + 1) * d.group(); ++h) {
+        const int64_t bh = b * d.H + h;
+        const float* q = qkv + b * T * W + h * d.hs;
+        float* dq = dqkv.data + b * T * W + h * d.hs;
+        float* dk = dqkv.data + b * T * W + d.k_offset(h);
+        float* dv = dqkv.data + b * T * W + d.v_offset(h);
+        const float* dob = dout + b * T * d.C + h * d.hs;
+        for (int64_t i0 = 0; i0 < T; i0 += kRowBlock) {
+          const int64_t i1 = std::min(T, i0 + kRowBlock), rows = i1 - i0;
+          block_probabilities(d, bh, q, keys.transposed, i0, i1, mask, nullptr, stats + bh * T, p, pd);
+          gemm_prepacked_columns(rows, dob + i0 * d.C, d.C, values.transposed, 0, i1, dp, T, false);  // d(dropped)
+          gemm(true, false, i1, d.hs, rows, pd, T, dob + i0 * d.C, d.C, dv, W, true, d.inputs);       // dv
+          if (mask.active)
+            for (int64_t i = i0; i < i1; ++i)
+              mask.apply_range((bh * T + i) * T, dp + (i - i0) * T, dp + (i - i0) * T, i + 1);
+          causal_row_dots(dp, p, T, i0, rows, dots);
+          for (int64_t i = i0; i < i1; ++i) {
+            float* row = dp + (i - i0) * T;
+            const float* prow = p + (i - i0) * T;
+            const float dot = dots[i - i0];
+            for (int64_t j = 0; j <= i; ++j) row[j] = prow[j] * (row[j] - dot) * scale;  // d(scores before scaling)
+            std::fill(row + i + 1, row + chunk_end(i1, T), 0.0f);
+          }
+          times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);             // dq
+          gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true, d.inputs);  // dk
         }
-        times_chunks(d, rows, dp, T, i1, keys.chunks, dq + i0 * W, W, true);             // dq
-        gemm(true, false, i1, d.hs, rows, dp, T, q + i0 * W, W, dk, W, true, d.inputs);  // dk
       }
-    }
-  }
+    });
+  failure.rethrow();
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "core/check.h"
+#include "core/first_failure.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
 
@@ -101,8 +102,11 @@ void Muon::step(double lr) {
   const auto threads = static_cast<int>(workspaces_.size());
   // Any thread may take any matrix: a matrix's bits do not depend on which thread steps it. With
   // one workspace the loop runs on this thread and each matrix's products use every thread.
+  FirstFailure failure;  // a matrix's products may grow a thread's GEMM scratch
 #pragma omp parallel for schedule(dynamic, 1) num_threads(threads) if (threads > 1)
-  for (int64_t m = 0; m < count; ++m) step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]);
+  for (int64_t m = 0; m < count; ++m)
+    failure.capture([&] { step_matrix(matrices_[m], rate, workspaces_[omp_get_thread_num()]); });
+  failure.rethrow();
 }
 
 void Muon::step_matrix(const Matrix& matrix, double rate, Workspace& workspace) {

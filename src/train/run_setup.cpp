@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "core/atomic_file.h"
 #include "core/check.h"
 #include "core/copy_values.h"
 #include "io/run_folder.h"
@@ -61,6 +62,13 @@ std::string broadcast_text(const World& world, std::string text) {
   text.resize(static_cast<std::size_t>(size));
   if (size > 0) world.broadcast(text.data(), text.size());
   return text;
+}
+
+// The run's folder, without the temporary files of earlier runs interrupted mid-write.
+void open_out_dir(const std::string& out_dir) {
+  create_out_dir(out_dir);
+  if (const int removed = remove_stale_temporaries(out_dir))
+    spdlog::info("removed {} temporary file(s) that an interrupted run left in {}", removed, out_dir);
 }
 
 class RunSetup {
@@ -155,7 +163,7 @@ class RunSetup {
       throw UserError("gradient_accumulation_steps (" + std::to_string(c.gradient_accumulation_steps) +
                       ") must be divisible by the number of processes (" + std::to_string(world_.size()) +
                       "): it counts the micro-batches of an iteration over all of them");
-    if (world_.is_root()) create_out_dir(c.out_dir);
+    if (world_.is_root()) open_out_dir(c.out_dir);
     build_model();
     if (kind_ == InitKind::resume && world_.is_root()) load_checkpoint();
     base_.reset();

@@ -21,17 +21,20 @@ StopSaver::~StopSaver() {
 
 void StopSaver::publish(StopSnapshot snapshot) {
   const std::lock_guard lock(mutex_);
+  failure_.rethrow();
   snapshot_ = std::move(snapshot);
 }
 
 void StopSaver::save_now(int64_t iter_num, const std::function<void()>& save) {
   const std::lock_guard lock(mutex_);
+  failure_.rethrow();
   last_saved_iter_ = iter_num;
   save();
 }
 
 int64_t StopSaver::last_saved_iter() {
   const std::lock_guard lock(mutex_);
+  failure_.rethrow();
   return last_saved_iter_;
 }
 
@@ -42,13 +45,19 @@ void StopSaver::wait_and_save() {
   const std::lock_guard lock(mutex_);
   const int64_t completed = snapshot_.iter_num;
   if (completed == last_saved_iter_ || completed == 0) return;  // nothing new to keep
-  try {
-    save_(snapshot_);
-    last_saved_iter_ = completed;
-    spdlog::warn("stop requested: saved the state after iteration {}; finishing the current iteration", completed - 1);
-  } catch (const UserError& e) {
-    spdlog::error("stop requested, but the checkpoint could not be saved: {}", e.what());
-  }
+  failure_.capture([&] {
+    try {
+      save_(snapshot_);
+      last_saved_iter_ = completed;
+      spdlog::warn("stop requested: saved the state after iteration {}; finishing the current iteration",
+                   completed - 1);
+    } catch (const std::exception& e) {
+      spdlog::error("stop requested, but the checkpoint could not be saved: {}", e.what());
+      // Any failure but a UserError ends the run. It is said here as well as by main: under
+      // mpirun, SIGKILL may come before the main thread next calls the saver.
+      if (!dynamic_cast<const UserError*>(&e)) throw;
+    }
+  });
 }
 
 }  // namespace gpt

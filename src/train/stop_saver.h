@@ -7,6 +7,10 @@
 // The saver thread reads nothing of the run but a StopSnapshot: the loop state the main thread
 // published, under the saver's lock, after the update it describes. Weights and optimizer state
 // are changed only inside apply() (under the same lock), so a save is one iteration's state.
+//
+// A save that fails with a UserError is logged, and the loop's own save at the stop tries again;
+// any other failure (out of memory, a filesystem_error, a broken check) is kept and thrown on the
+// main thread by its next call here, so it ends the run with main's message and exit code.
 #pragma once
 
 #include <atomic>
@@ -15,6 +19,7 @@
 #include <mutex>
 #include <thread>
 
+#include "core/first_failure.h"
 #include "io/checkpoint.h"
 
 namespace gpt {
@@ -32,10 +37,11 @@ class StopSaver {
   StopSaver& operator=(const StopSaver&) = delete;
 
   // Runs `update` (the step that changes weights and optimizer state) and publishes `snapshot`,
-  // the state after it, both under the lock.
+  // the state after it, both under the lock. Each call here first throws a failure of the saver's.
   template <class Update>
   void apply(Update&& update, StopSnapshot snapshot) {
     const std::lock_guard lock(mutex_);
+    failure_.rethrow();
     update();
     snapshot_ = std::move(snapshot);
   }
@@ -54,6 +60,7 @@ class StopSaver {
   std::mutex mutex_;
   StopSnapshot snapshot_;  // iter_num 0: nothing completed yet
   int64_t last_saved_iter_ = -1;
+  FirstFailure failure_;  // the saver's, captured and rethrown under the lock
   std::atomic<bool> finished_{false};
   std::thread thread_;
 };
