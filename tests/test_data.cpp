@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/check.h"
@@ -279,6 +280,23 @@ TEST_F(Prepare, AnUnfinishedOrDamagedDatasetIsNeverUsed) {
   }
   std::filesystem::remove(out + "/meta.json");  // as an interrupted preparation leaves it
   EXPECT_FALSE(is_prepared_dataset(out));
+}
+
+// tokens * bytes wraps to 0 for 2^62 uint32 tokens: an empty train.bin must not pass for them.
+TEST_F(Prepare, TokenCountsThatOverflowTheFileSizeAreRefused) {
+  const std::string out = dir.file("p");
+  prepare_and_open(spec_for(corpus), out);
+  nlohmann::json meta = nlohmann::json::parse(file_bytes(out + "/meta.json"));
+  meta["token_type"] = "uint32";
+  meta["train_tokens"] = int64_t{1} << 62;
+  meta["val_tokens"] = 0;
+  dir.write("p/meta.json", meta.dump());
+  dir.write("p/train.bin", "");
+  dir.write("p/val.bin", "");
+  EXPECT_THROW(Dataset::open_prepared(out), UserError);
+  meta["train_tokens"] = -1;
+  dir.write("p/meta.json", meta.dump());
+  EXPECT_THROW(Dataset::open_prepared(out), UserError);
 }
 
 class DatasetCache : public CorpusTest {

@@ -85,7 +85,8 @@ Dataset Dataset::open_prepared(const std::string& folder) {
   auto map_split = [&](const char* name, int64_t tokens, MappedFile& file, TokenView& view) {
     const std::string path = (fs::path(folder) / name).string();
     file = MappedFile(path);
-    if (file.size() != static_cast<std::size_t>(tokens * bytes))
+    // Dividing, not multiplying: a hostile count times the width could wrap to the file's size.
+    if (tokens < 0 || file.size() % bytes != 0 || file.size() / bytes != static_cast<uint64_t>(tokens))
       throw UserError(path + ": " + std::to_string(file.size()) + " bytes, but " + kManifestName + " says " +
                       std::to_string(tokens) + " " + to_string(d.manifest_.token_type) +
                       " tokens; the dataset is incomplete or was modified: prepare it again");
