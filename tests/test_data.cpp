@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "core/check.h"
@@ -77,6 +78,12 @@ CorpusSpec spec_for(const std::string& path, VocabKind vocab = VocabKind::chars)
 Dataset prepare_and_open(const CorpusSpec& spec, const std::string& out) {
   prepare_dataset(spec, list_corpus_sources(spec), out);
   return Dataset::open_prepared(out);
+}
+
+void overwrite_byte(const std::string& path, std::streamoff offset, unsigned char value) {
+  std::fstream file(path, std::ios::binary | std::ios::in | std::ios::out);
+  file.seekp(offset);
+  file.put(static_cast<char>(value));
 }
 
 ino_t inode_of(const std::string& path) {
@@ -286,6 +293,54 @@ TEST_F(Prepare, AnUnfinishedOrDamagedDatasetIsNeverUsed) {
   }
   std::filesystem::remove(out + "/meta.json");  // as an interrupted preparation leaves it
   EXPECT_FALSE(is_prepared_dataset(out));
+}
+
+// One byte of train.bin changed to an id the vocabulary does not have: reading it is an input
+// error naming the file, the offset, the id and the vocabulary size, never an id past the model.
+TEST_F(Prepare, AnIdOutsideTheVocabularyIsAnInputErrorNamingTheFileAndOffset) {
+  const std::string out = dir.file("p");
+  const int vocab_size = prepare_and_open(spec_for(corpus), out).vocab().size();
+  overwrite_byte(out + "/train.bin", 1234, 250);
+  try {
+    const Dataset d = Dataset::open_prepared(out);
+    all_tokens(d.train());
+    FAIL() << "id 250 read from a vocabulary of " << vocab_size;
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    for (const std::string& expected :
+         std::vector<std::string>{out + "/train.bin", "offset 1234", "id 250", std::to_string(vocab_size)})
+      EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << expected << " not in: " << e.what();
+  }
+}
+
+// Fine-tuning on another vocabulary maps every id through a table of the dataset's vocabulary
+// size: an id past it must be reported, not read from outside the table.
+TEST_F(Prepare, RemappingADamagedDatasetIsAnInputError) {
+  const std::string out = dir.file("p");
+  Dataset d = prepare_and_open(spec_for(corpus), out);
+  std::vector<char32_t> symbols = d.vocab().symbols();
+  symbols.insert(symbols.begin(), U'\t');
+  const Vocab model = Vocab::from_code_points(symbols);
+  overwrite_byte(out + "/val.bin", 7, 200);
+  EXPECT_THROW(tokens_in_vocab(out, model, "val"), UserError);
+  EXPECT_THROW(Dataset::open_prepared(out).use_vocab(model, "fine-tuning"), UserError);
+}
+
+// tokens * bytes wraps to 0 for 2^62 uint32 tokens: an empty train.bin must not pass for them.
+TEST_F(Prepare, TokenCountsThatOverflowTheFileSizeAreRefused) {
+  const std::string out = dir.file("p");
+  prepare_and_open(spec_for(corpus), out);
+  nlohmann::json meta = nlohmann::json::parse(file_bytes(out + "/meta.json"));
+  meta["token_type"] = "uint32";
+  meta["train_tokens"] = int64_t{1} << 62;
+  meta["val_tokens"] = 0;
+  dir.write("p/meta.json", meta.dump());
+  dir.write("p/train.bin", "");
+  dir.write("p/val.bin", "");
+  EXPECT_THROW(Dataset::open_prepared(out), UserError);
+  meta["train_tokens"] = -1;
+  dir.write("p/meta.json", meta.dump());
+  EXPECT_THROW(Dataset::open_prepared(out), UserError);
 }
 
 class DatasetCache : public CorpusTest {

@@ -242,5 +242,22 @@ TEST(StopSignalScope, RestoresTheHandlersItReplaced) {
   EXPECT_EQ(after_term.sa_handler, &ignore_signal);
 }
 
+// A prepared dataset's token file changed after preparation (all of train.bin, so that the first
+// batch reads it): exit code 2 and a message naming the file, not an internal error.
+TEST_F(Robustness, ADamagedTokenFileIsAnInputError) {
+  const std::string prepared = dir.file("prepared");
+  ASSERT_EQ(run_gpt("prepare --quiet --data " + corpus + " --out " + prepared).exit_code, 0);
+  const std::string train_bin = prepared + "/train.bin";
+  dir.write("prepared/train.bin", std::string(std::filesystem::file_size(train_bin), '\xFA'));
+  std::vector<std::string> args = train_args(dir.file("out"), 2);
+  args[2] = prepared;
+  std::string command;
+  for (const std::string& arg : args) command += " " + arg;
+  const CommandResult r = run_gpt(command);
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find(train_bin), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("id 250"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace gpt

@@ -85,11 +85,12 @@ Dataset Dataset::open_prepared(const std::string& folder) {
   auto map_split = [&](const char* name, int64_t tokens, MappedFile& file, TokenView& view) {
     const std::string path = (fs::path(folder) / name).string();
     file = MappedFile(path);
-    if (file.size() != static_cast<std::size_t>(tokens * bytes))
+    // Dividing, not multiplying: a hostile count times the width could wrap to the file's size.
+    if (tokens < 0 || file.size() % bytes != 0 || file.size() / bytes != static_cast<uint64_t>(tokens))
       throw UserError(path + ": " + std::to_string(file.size()) + " bytes, but " + kManifestName + " says " +
                       std::to_string(tokens) + " " + to_string(d.manifest_.token_type) +
                       " tokens; the dataset is incomplete or was modified: prepare it again");
-    view = TokenView(file.data(), d.manifest_.token_type, tokens);
+    view = TokenView(file.data(), d.manifest_.token_type, tokens, d.manifest_.vocab.size(), file.path());
   };
   map_split(kTrainTokensName, d.manifest_.train_tokens, d.train_file_, d.train_);
   map_split(kValTokensName, d.manifest_.val_tokens, d.val_file_, d.val_);
@@ -134,6 +135,7 @@ void remap_tokens(TokenView from, const Vocab& from_vocab, const Vocab& to_vocab
   out.resize(static_cast<std::size_t>(from.size()));
   from.copy(0, from.size(), out.data());
   for (std::size_t i = 0; i < out.size(); ++i) {
+    GPT_CHECK(static_cast<uint32_t>(out[i]) < map.size(), "an unchecked id reached the vocabulary map");
     const int32_t to = map[static_cast<std::size_t>(out[i])];
     if (to < 0)
       throw UserError(what + ": " + (from_vocab.kind() == VocabKind::bytes ? "byte " : "character ") +

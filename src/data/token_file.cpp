@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
@@ -59,12 +60,31 @@ void TokenView::copy(int64_t begin, int64_t count, int32_t* out) const {
   GPT_CHECK(begin >= 0 && count >= 0 && begin + count <= size_, "token range out of bounds");
   switch (type_) {
     case TokenType::u8:
-      return widen<uint8_t>(data_, begin, count, out);
+      widen<uint8_t>(data_, begin, count, out);
+      break;
     case TokenType::u16:
-      return widen<uint16_t>(data_, begin, count, out);
+      widen<uint16_t>(data_, begin, count, out);
+      break;
     case TokenType::u32:
-      return widen<uint32_t>(data_, begin, count, out);
+      widen<uint32_t>(data_, begin, count, out);
+      break;
   }
+  if (vocab_size_ > 0) check_ids(begin, count, out);
+}
+
+void TokenView::check_ids(int64_t begin, int64_t count, const int32_t* ids) const {
+  // A branch-free maximum (it vectorises; uint32 ids above 2^31 wrapped negative, so compare
+  // unsigned); the slow search runs only on the way to the error.
+  uint32_t largest = 0;
+  for (int64_t i = 0; i < count; ++i) largest = std::max(largest, static_cast<uint32_t>(ids[i]));
+  if (largest < static_cast<uint64_t>(vocab_size_)) return;
+  int64_t i = 0;
+  while (static_cast<uint32_t>(ids[i]) < static_cast<uint64_t>(vocab_size_)) ++i;
+  const int64_t token = begin + i;
+  throw UserError(*origin_ + ": byte offset " + std::to_string(token * token_bytes(type_)) + " (token " +
+                  std::to_string(token) + ") holds id " + std::to_string(static_cast<uint32_t>(ids[i])) +
+                  ", outside the vocabulary [0, " + std::to_string(vocab_size_) +
+                  "); the file was changed after it was prepared: prepare the dataset again");
 }
 
 std::vector<int32_t> TokenView::to_vector(int64_t begin, int64_t count) const {
@@ -73,12 +93,7 @@ std::vector<int32_t> TokenView::to_vector(int64_t begin, int64_t count) const {
   return ids;
 }
 
-TokenView TokenView::slice(int64_t begin, int64_t count) const {
-  GPT_CHECK(begin >= 0 && count >= 0 && begin + count <= size_, "token slice out of bounds");
-  return {static_cast<const char*>(data_) + begin * token_bytes(type_), type_, count};
-}
-
-MappedFile::MappedFile(const std::string& path) {
+MappedFile::MappedFile(const std::string& path) : path_(std::make_unique<const std::string>(path)) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw UserError(path + ": cannot open for reading: " + std::strerror(errno));
   struct stat info {};
@@ -106,13 +121,14 @@ MappedFile::~MappedFile() {
 }
 
 MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
 
 MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
   if (this != &other) {
     if (data_) ::munmap(data_, size_);
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    path_ = std::move(other.path_);
   }
   return *this;
 }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -19,23 +20,31 @@ TokenType smallest_token_type(int64_t vocab_size);
 class TokenView {
  public:
   TokenView() = default;
-  TokenView(const void* data, TokenType type, int64_t size) : data_(data), type_(type), size_(size) {}
-  explicit TokenView(const std::vector<int32_t>& ids)  // ids are >= 0: read as uint32
-      : TokenView(ids.data(), TokenType::u32, static_cast<int64_t>(ids.size())) {}
+  // Ids read from a file (`origin`, which must outlive the view) are checked against vocab_size
+  // as they are copied out: a file changed after preparation is an input error, found in the
+  // windows actually read, so opening stays independent of the corpus's size.
+  TokenView(const void* data, TokenType type, int64_t size, int64_t vocab_size, const std::string* origin)
+      : data_(data), type_(type), size_(size), vocab_size_(vocab_size), origin_(origin) {}
+  explicit TokenView(const std::vector<int32_t>& ids)  // our own ids, >= 0: read as uint32, unchecked
+      : data_(ids.data()), type_(TokenType::u32), size_(static_cast<int64_t>(ids.size())) {}
 
   int64_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   TokenType type() const { return type_; }
   int32_t operator[](int64_t i) const;
-  // out[0 .. count) = ids [begin, begin + count).
+  // out[0 .. count) = ids [begin, begin + count). UserError naming the file, the offset, the id
+  // and the vocabulary size for an id >= vocab_size.
   void copy(int64_t begin, int64_t count, int32_t* out) const;
   std::vector<int32_t> to_vector(int64_t begin, int64_t count) const;
-  TokenView slice(int64_t begin, int64_t count) const;
 
  private:
+  void check_ids(int64_t begin, int64_t count, const int32_t* ids) const;
+
   const void* data_ = nullptr;
   TokenType type_ = TokenType::u8;
   int64_t size_ = 0;
+  int64_t vocab_size_ = 0;  // 0: unchecked
+  const std::string* origin_ = nullptr;
 };
 
 // A whole file mapped read-only. UserError (exit 2) naming the file when it cannot be opened.
@@ -51,10 +60,13 @@ class MappedFile {
 
   const void* data() const { return data_; }
   std::size_t size() const { return size_; }
+  // On the heap, so that views may point at it while the MappedFile moves.
+  const std::string* path() const { return path_.get(); }
 
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  std::unique_ptr<const std::string> path_;
 };
 
 }  // namespace gpt
