@@ -199,6 +199,7 @@ TrainResult TrainingLoop::run() {
   if (reporter_) reporter_->clear_progress();
   if (result_.stop_signal == 0 && saver_->last_saved_iter() != iter) {
     save_resume(iter, true);
+    read_clock();
     if (root()) spdlog::info("saved the last iteration to {}", resume_path(config_.out_dir));
   }
   return finish(iter);
@@ -267,6 +268,7 @@ bool TrainingLoop::stop_requested(int64_t next_iter) {
   if (reporter_) reporter_->clear_progress();
   result_.stop_signal = static_cast<int>(signal);
   save_resume(next_iter, false);
+  read_clock();
   if (root())
     spdlog::warn("interrupted after iteration {}: saved to {}; continue with init_from \"resume\"", next_iter - 1,
                  resume_path(config_.out_dir));
@@ -334,9 +336,10 @@ StopSnapshot TrainingLoop::snapshot(int64_t next_iter) const {
 void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss) {
   const double save_start = now_;
   if (root()) save_best_model(config_.out_dir, *run_.model, run_.data->vocab(), iter, val_loss);
-  read_clock();
   if (iter > 0) save_resume(iter, true);
-  if (budget_) budget_->record_save(now_ - save_start);
+  read_clock();
+  // At 0 the model alone is written: the budget plans with whole checkpoints.
+  if (budget_ && iter > 0) budget_->record_save(now_ - save_start);
   if (root())
     spdlog::info("saved checkpoint to {}{}", model_path(config_.out_dir),
                  iter > 0 ? " and " + resume_path(config_.out_dir) : std::string());
@@ -353,7 +356,6 @@ void TrainingLoop::save_resume(int64_t iter_num, bool eval_done) {
     if (gathered_.empty()) gathered_ = whole_state_buffers(*run_.optimizer, run_.model->params().padded_floats());
     const OptimizerState optimizer = gather_optimizer_state(world_, *run_.optimizer, gathered_);
     if (root()) save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), state_, optimizer);
-    read_clock();
   });
 }
 
