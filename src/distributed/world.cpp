@@ -147,6 +147,16 @@ void World::gather_v(const float* mine, float* all, const std::vector<int>& coun
   copy_values(all + offsets[0], mine, counts[0]);
 }
 
+void World::scatter_v(const float* all, float* mine, const std::vector<int>& counts,
+                      const std::vector<int>& offsets) const {
+#if GPT_WITH_MPI
+  if (mpi_)
+    return GPT_MPI_CALL(MPI_Scatterv, all, counts.data(), offsets.data(), MPI_FLOAT, mine,
+                        counts[static_cast<std::size_t>(rank_)], MPI_FLOAT, 0, MPI_COMM_WORLD);
+#endif
+  copy_values(mine, all + offsets[0], counts[0]);
+}
+
 void World::all_to_all_v(const float* send, const std::vector<int>& send_counts, const std::vector<int>& send_offsets,
                          float* recv, const std::vector<int>& recv_counts, const std::vector<int>& recv_offsets) const {
 #if GPT_WITH_MPI

@@ -39,6 +39,8 @@ class World {
                     const std::vector<int>& offsets) const;
   // The root's part only: gathers like all_gather_v, into `all` on the root.
   void gather_v(const float* mine, float* all, const std::vector<int>& counts, const std::vector<int>& offsets) const;
+  // From the root's `all` (read only there) to each process's `mine`: the inverse of gather_v.
+  void scatter_v(const float* all, float* mine, const std::vector<int>& counts, const std::vector<int>& offsets) const;
   // Sends send[send_offsets[r] ..] (send_counts[r] floats) to rank r, receives into recv likewise.
   void all_to_all_v(const float* send, const std::vector<int>& send_counts, const std::vector<int>& send_offsets,
                     float* recv, const std::vector<int>& recv_counts, const std::vector<int>& recv_offsets) const;

@@ -28,14 +28,15 @@ std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std:
   return whole;
 }
 
-OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer,
+OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer, std::size_t floats,
                                       std::vector<AlignedBuffer<float>>& whole) {
   OptimizerState state{optimizer.name(), optimizer.step_count(), optimizer.state()};
   const StoreRange shard = optimizer.shard();
-  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != whole.at(0).size()) != 0;
+  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != floats) != 0;
   if (!sharded) return state;  // every process holds the whole state
   std::vector<int> counts, offsets;
   all_shards(world, shard, counts, offsets);
+  whole = whole_state_buffers(optimizer, world.is_root() ? floats : 0);
   for (std::size_t i = 0; i < state.buffers.size(); ++i) {
     world.gather_v(state.buffers[i].data, whole[i].data(), counts, offsets);
     state.buffers[i].data = whole[i].data();
@@ -60,12 +61,10 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
   state.planned_iters = loop.planned_iters;
   state.elapsed_seconds = loop.elapsed_seconds;
   optimizer.set_step_count(loop.optimizer_step);
-  const StoreRange shard = optimizer.shard();
+  std::vector<int> counts, offsets;
+  all_shards(world, optimizer.shard(), counts, offsets);
   const std::vector<NamedBuffer> mine = optimizer.state();
-  for (std::size_t i = 0; i < mine.size(); ++i) {
-    world.broadcast(whole[i].data(), whole[i].size() * sizeof(float));
-    copy_values(mine[i].data, whole[i].data() + shard.begin, shard.size());
-  }
+  for (std::size_t i = 0; i < mine.size(); ++i) world.scatter_v(whole[i].data(), mine[i].data, counts, offsets);
 }
 
 }  // namespace gpt

@@ -14,15 +14,18 @@
 
 namespace gpt {
 
-// Whole-store buffers, one per state buffer of `optimizer` (scratch for the two calls below).
+// Whole-store buffers of `floats` each, one per state buffer of `optimizer`.
 std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std::size_t floats);
 
-// The optimizer's state with whole buffers, valid on the root: its shards gathered into `whole`.
-OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer,
+// The optimizer's state with whole buffers of `floats` (the store's), valid on the root. Sharded
+// (ZeRO-1), the root alone gathers the shards, into `whole`, which it allocates; otherwise every
+// process's own buffers are whole and nothing is copied.
+OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer, std::size_t floats,
                                       std::vector<AlignedBuffer<float>>& whole);
 
 // Weights, loop state and optimizer state from the root (which loaded them, the optimizer state
-// into `whole`) to every process, each keeping its shard of the optimizer state.
+// into `whole`, needed on the root only) to every process, each receiving only its shard of the
+// optimizer state.
 void share_resumed_state(const World& world, ParamStore& params, TrainingState& state, Optimizer& optimizer,
                          std::vector<AlignedBuffer<float>>& whole, int64_t optimizer_step);
 

@@ -204,7 +204,8 @@ class RunSetup {
     else
       parts_.sync = std::make_unique<LocalGradientSync>();
     parts_.optimizer = make_optimizer(c, model.params(), parts_.sync->optimizer_shard(model.params()));
-    resumed_ = whole_state_buffers(*parts_.optimizer, kind_ == InitKind::resume ? model.params().padded_floats() : 0);
+    const bool loads_state = kind_ == InitKind::resume && world_.is_root();
+    resumed_ = whole_state_buffers(*parts_.optimizer, loads_state ? model.params().padded_floats() : 0);
   }
 
   // Rank 0: the checkpoint's weights into the model, its optimizer state into resumed_.

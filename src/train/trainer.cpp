@@ -134,8 +134,7 @@ class TrainingLoop {
   std::unique_ptr<RunReporter> reporter_;  // rank 0 only
   std::unique_ptr<BudgetPlanner> budget_;  // max_time only
   std::unique_ptr<StopSaver> saver_;
-  bool saver_watches_ = false;                  // rank 0 of several processes with the whole optimizer state
-  std::vector<AlignedBuffer<float>> gathered_;  // the whole optimizer state, gathered for saves
+  bool saver_watches_ = false;  // rank 0 of several processes with the whole optimizer state
   Arena arena_{64u << 20};
   Graph graph_{arena_};
   Batch batch_;
@@ -353,8 +352,9 @@ void TrainingLoop::save_resume(int64_t iter_num, bool eval_done) {
     state_.eval_done = eval_done;
     state_.train_config = to_json(config_);
     state_.elapsed_seconds = elapsed();
-    if (gathered_.empty()) gathered_ = whole_state_buffers(*run_.optimizer, run_.model->params().padded_floats());
-    const OptimizerState optimizer = gather_optimizer_state(world_, *run_.optimizer, gathered_);
+    std::vector<AlignedBuffer<float>> gathered;  // sharded state on the root, for this save only
+    const OptimizerState optimizer =
+        gather_optimizer_state(world_, *run_.optimizer, run_.model->params().padded_floats(), gathered);
     if (root()) save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), state_, optimizer);
   });
 }
