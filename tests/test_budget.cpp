@@ -28,6 +28,15 @@ TEST(Duration, ParsesSecondsAndUnits) {
   for (const char* bad : {"ten", "10x", "-5", "1h30", "inf", "m", "5 m"}) EXPECT_FALSE(parse_duration(bad)) << bad;
 }
 
+// Each number is finite but their product is not: the text still reads (max_time's range then
+// refuses it), and a duration's text never converts a value beyond int64 to hours.
+TEST(Duration, AnOverflowingProductIsOutOfRangeNotUndefined) {
+  EXPECT_EQ(parse_duration("1e308h"), HUGE_VAL);
+  EXPECT_EQ(Setting<Duration>::text({HUGE_VAL}), "infs");
+  EXPECT_EQ(Setting<Duration>::text({1e300}), "1e+300s");
+  EXPECT_EQ(Setting<Duration>::text({5400.5}), "1h30m0.5s");
+}
+
 TEST(TimeBudget, PlansTheMostIterationsWhoseIterationsEvaluationsAndCheckpointsFit) {
   const RunCosts costs{0.1, 1.0, 0.5};  // 0.1 s per iteration; evaluation + checkpoint 1.5 s
   // From 0 with 100 s and evaluations every 100: n iterations cost 0.1 n + 1.5 (n / 100 + 1 if n % 100).

@@ -66,7 +66,16 @@ TEST_F(Cli, WrongTypesAndRangesNameFileAndKey) {
   expect_error("train --config " + tiny(", \"bias\": \"yes\""), 2,
                {"config.json", "\"bias\"", "expected true or false"});
   expect_error("train --config " + tiny(", \"dropout\": 1.5"), 2, {"config.json", "\"dropout\"", "[0, 1)"});
-  expect_error("train --config " + tiny(", \"batch_size\": 0"), 2, {"\"batch_size\"", "positive"});
+  expect_error("train --config " + tiny(", \"batch_size\": 0"), 2,
+               {"config.json: key \"batch_size\": expected an integer in [1, 1048576], got integer 0"});
+  // Every number has a range, in the key's terms; the error names where the value came from.
+  expect_error("train --config " + tiny() + " --max_iters 0 --n_layer 5000", 2,
+               {"command line: --n_layer: key \"n_layer\": expected an integer in [1, 1000], got \"5000\""});
+  expect_error("train --config " + tiny(", \"seed\": 18446744073709551615"), 2,
+               {"key \"seed\": expected an integer in [0, 9007199254740991]"});
+  expect_error("train --config " + tiny(", \"learning_rate\": 1e31"), 2,
+               {"key \"learning_rate\": expected a number in (0, 1e+30], got number 1e+31"});
+  expect_error("train --config " + tiny(", \"val_fraction\": 1"), 2, {"expected a number in (0, 1)"});
   expect_error("train --config " + tiny(", \"n_embd\": 17"), 2, {"\"n_head\"", "divide n_embd"});
   expect_error("train --config " + tiny(", \"max_iters\": 2.5"), 2, {"\"max_iters\"", "expected an integer"});
   expect_error("train --config " + tiny(", \"init_from\": \"gpt2\""), 2, {"\"init_from\"", "scratch"});
