@@ -297,5 +297,15 @@ TEST_F(Cli, HeadsPrintsTableJsonAndReport) {
   expect_error("heads --out_dir " + dir.file("out") + " --induction_length 9", 2, {"--induction_length"});
 }
 
+// Without --prompt, heads reads the validation passage of the run the checkpoint belongs to: the
+// folder of --checkpoint, not --out_dir (which --checkpoint replaces).
+TEST_F(Cli, HeadsWithACheckpointReadsItsOwnRunsText) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const CommandResult r =
+      run_gpt("heads --checkpoint " + dir.file("out/model.safetensors") + " --out_dir " + dir.file("nowhere"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("layer head  label"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace gpt
