@@ -8,6 +8,7 @@
 
 #include "cli_runner.h"
 #include "io/safetensors.h"
+#include "kernels/gemm.h"
 #include "training_fixtures.h"
 
 namespace gpt {
@@ -181,6 +182,24 @@ TEST_F(Cli, ExportWritesBfloat16LinearsThatSampleAsTheCheckpointDoesInBfloat16) 
   expect_error("export --out_dir " + out + " --dtype float16", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
   expect_error("export --out_dir " + out + " --out " + out + "/model.safetensors", 2, {"is the checkpoint"});
   expect_error("export --out_dir " + dir.file("none"), 2, {"no checkpoint"});
+}
+
+// The export records the bfloat16 arithmetic the checkpoint was trained with, not the one this
+// machine would pick (a run trained with the other keeps its own, so a resume continues its bits).
+TEST_F(Cli, ExportRecordsTheCheckpointsBfloat16Arithmetic) {
+  const char* other = fastest_bf16_arithmetic() == Bf16Arithmetic::tiles ? "sequential" : "tiles";
+  const CommandResult train =
+      run_gpt("train --config " + tiny() + " --max_iters 2 --dtype bfloat16 --bf16_arithmetic " + other);
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::string out = dir.file("out");
+  ASSERT_EQ(SafetensorsReader::open(out + "/model.safetensors").metadata("bf16_arithmetic"), other);
+  for (const char* dtype : {"bfloat16", "float32"}) {
+    const CommandResult r = run_gpt("export --out_dir " + out + " --dtype " + dtype);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const SafetensorsReader exported = SafetensorsReader::open(out + "/model-" + dtype + ".safetensors");
+    ASSERT_TRUE(exported.has_metadata("bf16_arithmetic")) << dtype;
+    EXPECT_EQ(exported.metadata("bf16_arithmetic"), other) << dtype;
+  }
 }
 
 TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
