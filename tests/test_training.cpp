@@ -11,9 +11,11 @@
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/run_folder.h"
 #include "kernels/gemm.h"
 #include "thread_count.h"
 #include "train/evaluate.h"
+#include "train/run_reporter.h"
 #include "train/stop_saver.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
@@ -202,6 +204,22 @@ TEST_F(Training, StopSignalCutsAnEvaluationShort) {
   const std::atomic<int> none{0};
   const EvalBatches few{1, 0, 3, 4, config.block_size};
   EXPECT_TRUE(estimate_loss(model, graph, data.val(), Split::val, few, batch, one_process, &none));
+}
+
+// A metrics.jsonl that cannot be written (a full disk) is an error naming it, not lost records.
+TEST_F(Training, AMetricsFileThatCannotBeWrittenIsAnError) {
+  TrainConfig c = tiny_config(dir, corpus);
+  std::filesystem::create_directories(c.out_dir);
+  std::filesystem::create_symlink("/dev/full", run_file(c.out_dir, kMetricsFile));
+  RunReporter reporter(c, 1, 1, 0, true);
+  try {
+    reporter.start(nlohmann::ordered_json::object());
+    FAIL() << "a record written to a full disk";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(std::string(e.what()).find("metrics.jsonl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Training, CheckpointReloadsToTheSameEvaluation) {
