@@ -3,6 +3,7 @@
 // resumed), and early stopping by patience.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 
@@ -26,6 +27,15 @@ TEST(Duration, ParsesSecondsAndUnits) {
   EXPECT_EQ(parse_duration("1.5h"), 5400.0);
   EXPECT_EQ(parse_duration("2m30s"), 150.0);
   for (const char* bad : {"ten", "10x", "-5", "1h30", "inf", "m", "5 m"}) EXPECT_FALSE(parse_duration(bad)) << bad;
+}
+
+// Each number is finite but their product is not: the text still reads (max_time's range then
+// refuses it), and a duration's text never converts a value beyond int64 to hours.
+TEST(Duration, AnOverflowingProductIsOutOfRangeNotUndefined) {
+  EXPECT_EQ(parse_duration("1e308h"), HUGE_VAL);
+  EXPECT_EQ(Setting<Duration>::text({HUGE_VAL}), "infs");
+  EXPECT_EQ(Setting<Duration>::text({1e300}), "1e+300s");
+  EXPECT_EQ(Setting<Duration>::text({5400.5}), "1h30m0.5s");
 }
 
 TEST(TimeBudget, PlansTheMostIterationsWhoseIterationsEvaluationsAndCheckpointsFit) {
@@ -126,6 +136,25 @@ TEST(BudgetPlanner, PlansWithTheMeanStepTimeAfterTheWarmUpIteration) {
   ASSERT_TRUE(planner.measured());
   planner.plan(20, 11);
   EXPECT_DOUBLE_EQ(planner.costs().iteration, 1.2);  // the median would be 1.0
+}
+
+// The planner is asked every iteration (out_of_time reads the mean step time): that costs the
+// same at the millionth iteration as at the tenth. It re-added every step time on each call, 10^12
+// additions here. The 60 s bound is thousands of times what a constant cost needs on any machine.
+TEST(BudgetPlanner, AskingEveryIterationCostsNoMoreAsTheRunGrows) {
+  BudgetPlanner planner(1e7, {10, 5, 1, 0});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  int64_t asked = 0;
+  for (int64_t i = 0; i < 1'500'000; ++i) {
+    planner.record_iteration(i == 0 ? 1.0 : 0.5);
+    asked += planner.out_of_time(1.0) ? 0 : 1;
+    if (i % 4096 == 0) {
+      ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "after " << i << " iterations";
+    }
+  }
+  EXPECT_EQ(asked, 1'500'000);
+  planner.plan(1e6, 1'500'000);
+  EXPECT_EQ(planner.costs().iteration, 0.5);
 }
 
 // No learning (a negligible learning rate): the evaluations only vary with their batches, so a

@@ -8,6 +8,7 @@
 
 #include "cli_runner.h"
 #include "io/safetensors.h"
+#include "kernels/gemm.h"
 #include "training_fixtures.h"
 
 namespace gpt {
@@ -66,7 +67,16 @@ TEST_F(Cli, WrongTypesAndRangesNameFileAndKey) {
   expect_error("train --config " + tiny(", \"bias\": \"yes\""), 2,
                {"config.json", "\"bias\"", "expected true or false"});
   expect_error("train --config " + tiny(", \"dropout\": 1.5"), 2, {"config.json", "\"dropout\"", "[0, 1)"});
-  expect_error("train --config " + tiny(", \"batch_size\": 0"), 2, {"\"batch_size\"", "positive"});
+  expect_error("train --config " + tiny(", \"batch_size\": 0"), 2,
+               {"config.json: key \"batch_size\": expected an integer in [1, 1048576], got integer 0"});
+  // Every number has a range, in the key's terms; the error names where the value came from.
+  expect_error("train --config " + tiny() + " --max_iters 0 --n_layer 5000", 2,
+               {"command line: --n_layer: key \"n_layer\": expected an integer in [1, 1000], got \"5000\""});
+  expect_error("train --config " + tiny(", \"seed\": 18446744073709551615"), 2,
+               {"key \"seed\": expected an integer in [0, 9007199254740991]"});
+  expect_error("train --config " + tiny(", \"learning_rate\": 1e31"), 2,
+               {"key \"learning_rate\": expected a number in (0, 1e+30], got number 1e+31"});
+  expect_error("train --config " + tiny(", \"val_fraction\": 1"), 2, {"expected a number in (0, 1)"});
   expect_error("train --config " + tiny(", \"n_embd\": 17"), 2, {"\"n_head\"", "divide n_embd"});
   expect_error("train --config " + tiny(", \"max_iters\": 2.5"), 2, {"\"max_iters\"", "expected an integer"});
   expect_error("train --config " + tiny(", \"init_from\": \"gpt2\""), 2, {"\"init_from\"", "scratch"});
@@ -172,6 +182,24 @@ TEST_F(Cli, ExportWritesBfloat16LinearsThatSampleAsTheCheckpointDoesInBfloat16) 
   expect_error("export --out_dir " + out + " --dtype float16", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
   expect_error("export --out_dir " + out + " --out " + out + "/model.safetensors", 2, {"is the checkpoint"});
   expect_error("export --out_dir " + dir.file("none"), 2, {"no checkpoint"});
+}
+
+// The export records the bfloat16 arithmetic the checkpoint was trained with, not the one this
+// machine would pick (a run trained with the other keeps its own, so a resume continues its bits).
+TEST_F(Cli, ExportRecordsTheCheckpointsBfloat16Arithmetic) {
+  const char* other = fastest_bf16_arithmetic() == Bf16Arithmetic::tiles ? "sequential" : "tiles";
+  const CommandResult train =
+      run_gpt("train --config " + tiny() + " --max_iters 2 --dtype bfloat16 --bf16_arithmetic " + other);
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  const std::string out = dir.file("out");
+  ASSERT_EQ(SafetensorsReader::open(out + "/model.safetensors").metadata("bf16_arithmetic"), other);
+  for (const char* dtype : {"bfloat16", "float32"}) {
+    const CommandResult r = run_gpt("export --out_dir " + out + " --dtype " + dtype);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const SafetensorsReader exported = SafetensorsReader::open(out + "/model-" + dtype + ".safetensors");
+    ASSERT_TRUE(exported.has_metadata("bf16_arithmetic")) << dtype;
+    EXPECT_EQ(exported.metadata("bf16_arithmetic"), other) << dtype;
+  }
 }
 
 TEST_F(Cli, SampleStreamsTextAndRejectsBadInput) {
@@ -300,6 +328,16 @@ TEST_F(Cli, ThreadsSetsTheRunsThreadCount) {
     std::getline(in, first_line);
     EXPECT_EQ(nlohmann::json::parse(first_line)["threads"], std::stoi(threads)) << first_line;
   }
+}
+
+// Without --prompt, heads reads the validation passage of the run the checkpoint belongs to: the
+// folder of --checkpoint, not --out_dir (which --checkpoint replaces).
+TEST_F(Cli, HeadsWithACheckpointReadsItsOwnRunsText) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const CommandResult r =
+      run_gpt("heads --checkpoint " + dir.file("out/model.safetensors") + " --out_dir " + dir.file("nowhere"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("layer head  label"), std::string::npos) << r.output;
 }
 
 }  // namespace

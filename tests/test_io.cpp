@@ -180,6 +180,39 @@ TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   EXPECT_EQ(o.model.dropout, 0.0);
 }
 
+// Each number's range is declared with its key (in the key's terms: durations in hours), its
+// defaults lie inside, and a value outside is refused from a file or a flag, naming the key.
+TEST(ConfigLoader, EveryNumericKeyHasARangeItsDefaultIsIn) {
+  TrainConfig defaults;
+  int ranged = 0;
+  for (const ConfigKey& key : config_keys()) {
+    if (!key.range) continue;
+    ++ranged;
+    EXPECT_EQ(range_problem(key, defaults), "") << key.name;
+  }
+  EXPECT_GE(ranged, 30);
+  const auto key = [](const char* name) {
+    for (const ConfigKey& k : config_keys())
+      if (std::string(k.name) == name) return k;
+    throw std::logic_error(name);
+  };
+  EXPECT_EQ(range_text(key("max_time")), "[0, 8760h]");
+  EXPECT_EQ(range_text(key("dropout")), "[0, 1)");
+  EXPECT_EQ(range_text(key("val_fraction")), "(0, 1)");
+  EXPECT_EQ(range_text(key("data_path")), "");
+  TrainConfig c;
+  c.max_time = {HUGE_VAL};
+  EXPECT_EQ(find_config_problem(c).key, "max_time");
+  EXPECT_EQ(find_config_problem(c).message, "expected a duration in [0, 8760h]");
+  try {
+    parse_train_config("{\"max_time\": \"1e308h\"}", "x.json");
+    FAIL() << "an infinite budget";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 2);
+    EXPECT_STREQ(e.what(), "x.json: key \"max_time\": expected a duration in [0, 8760h], got string \"1e308h\"");
+  }
+}
+
 // Every config the project ships loads, with every value in range: a user's first command.
 TEST(ConfigLoader, EveryShippedConfigLoadsWithValidValues) {
   const char* root = std::getenv("GPT_SOURCE_DIR");

@@ -410,6 +410,26 @@ TEST(GptMemory, AModelLargerThanTheMachineIsRefusedWithItsSizes) {
   }
 }
 
+// RoPE's table grows with block_size, not with the parameters: it is counted and checked before
+// it is allocated too (it was built first, and a long enough context threw std::length_error).
+TEST(GptMemory, ARopeTableLargerThanTheMachineIsRefusedBeforeItIsBuilt) {
+  const GptConfig config{.n_layer = 1,
+                         .n_head = 1,
+                         .n_embd = 2,
+                         .block_size = int64_t{1} << 62,
+                         .vocab_size = 4,
+                         .pos_encoding = PosEncoding::rope};
+  try {
+    Gpt model(config);
+    FAIL() << "a table of 2^62 positions was allocated";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    const std::string message = e.what();
+    for (const char* part : {"does not fit in memory", "RoPE's table", "block_size 4611686018427387904"})
+      EXPECT_NE(message.find(part), std::string::npos) << part << " in: " << message;
+  }
+}
+
 // One step's loss and gradients in bfloat16 against float32 from the same weights and batch.
 // bfloat16 keeps 8 significant bits, so each rounded input is off by up to 2^-9 (0.2%) of itself;
 // those errors are independent across a product's terms and partly cancel, and they compound

@@ -132,6 +132,35 @@ TEST_F(Robustness, SigtermExits143WithACheckpoint) {
   EXPECT_NO_THROW(load_model(out));
 }
 
+// An absurd budget (each number finite, the product not) is refused before anything starts,
+// naming the key: it used to start a run on an endless budget (setting int64s from +inf).
+TEST_F(Robustness, AnAbsurdDurationIsAnInputErrorAtOnce) {
+  ChildProcess child(train_args(dir.file("absurd"), 1, {"--max_time", "1e308h", "--threads", "1"}),
+                     dir.file("absurd.log"));
+  const std::optional<int> code = child.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << "still running after 60 s:\n" << read_whole_file(dir.file("absurd.log"));
+  EXPECT_EQ(*code, 2);
+  const std::string log = read_whole_file(dir.file("absurd.log"));
+  EXPECT_NE(log.find("key \"max_time\": expected a duration in [0, 8760h], got \"1e308h\""), std::string::npos) << log;
+}
+
+// SIGTERM before the first iteration, here in an evaluation of a million batches (hours long),
+// ends the run within a batch, with nothing saved; it used to be read only after an iteration.
+// The first evaluation starts right after "threads:" is logged.
+TEST_F(Robustness, SigtermBeforeTheFirstIterationExitsPromptly) {
+  const std::string out = dir.file("early");
+  ChildProcess child(train_args(out, 100, {"--eval_iters", "1000000", "--batch_size", "64", "--threads", "1"}),
+                     dir.file("early.log"));
+  ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("early.log"), "threads:"));
+  child.signal(SIGTERM);
+  const std::optional<int> code = child.wait_for(std::chrono::seconds(60));
+  ASSERT_TRUE(code.has_value()) << "SIGTERM unanswered after 60 s:\n" << read_whole_file(dir.file("early.log"));
+  EXPECT_EQ(*code, 143);
+  EXPECT_TRUE(log_contains(dir.file("early.log"), "interrupted before the first iteration"))
+      << read_whole_file(dir.file("early.log"));
+  EXPECT_FALSE(std::filesystem::exists(model_path(out)));
+}
+
 TEST_F(Robustness, FileSizeLimitKeepsThePreviousCheckpoint) {
   const std::string out = dir.file("limited");
   ChildProcess first(train_args(out, 10), dir.file("first.log"));

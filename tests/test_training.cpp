@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <new>
 #include <thread>
 
@@ -14,10 +15,12 @@
 #include "core/check.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "io/run_folder.h"
 #include "io/safetensors.h"
 #include "kernels/gemm.h"
 #include "thread_count.h"
 #include "train/evaluate.h"
+#include "train/run_reporter.h"
 #include "train/stop_saver.h"
 #include "train/trainer.h"
 #include "training_fixtures.h"
@@ -240,14 +243,64 @@ TEST_F(Training, StopRequestSavesAResumableCheckpoint) {
 
   TrainConfig stopped = c;
   stopped.out_dir = dir.file("stopped");
-  std::atomic<int> stop{2};  // as if SIGINT arrived during the first iteration
-  const TrainResult r = run_training(stopped, &stop);
+  std::atomic<int> stop{0};
+  const World one_process;
+  SteadyClock clock;
+  // As if SIGINT arrived during the first iteration: after the evaluation before it.
+  const TrainResult r = run_training(stopped, RunContext{one_process, &stop, clock, [&] { stop = 2; }});
   EXPECT_EQ(r.stop_signal, 2);
   EXPECT_EQ(r.iterations, 1);
   stopped.init_from = {InitKind::resume, ""};
   run_training(stopped, nullptr);
   EXPECT_EQ(read_metrics(stopped.out_dir).train, full.train);
   EXPECT_EQ(read_metrics(stopped.out_dir).val, full.val);
+}
+
+// A signal that came during set-up (here, before the run) stops it before any evaluation or
+// iteration, with nothing written over: it used to evaluate, train an iteration and save first.
+TEST_F(Training, StopRequestDuringSetUpStopsBeforeAnyWork) {
+  TrainConfig c = tiny_config(dir, corpus);
+  open_text(corpus);  // prepared already: a preparation would stop at the signal itself
+  std::atomic<int> stop{15};
+  const TrainResult r = run_training(c, &stop);
+  EXPECT_EQ(r.stop_signal, 15);
+  EXPECT_EQ(r.iterations, 0);
+  EXPECT_FALSE(std::filesystem::exists(model_path(c.out_dir)));
+  EXPECT_TRUE(read_metrics(c.out_dir).val.empty());
+}
+
+// An evaluation of any length answers a stop signal within a batch: the loss is not made up.
+TEST_F(Training, StopSignalCutsAnEvaluationShort) {
+  const Dataset data = open_text(corpus);
+  GptConfig config = tiny_config(dir, corpus).model_config(data.vocab().size());
+  Gpt model(config);
+  model.init_weights(1);
+  Arena arena;
+  Graph graph(arena);
+  Batch batch;
+  const World one_process;
+  const EvalBatches batches{1, 0, 1'000'000, 4, config.block_size};
+  const std::atomic<int> stop{2};
+  EXPECT_FALSE(estimate_loss(model, graph, data.val(), Split::val, batches, batch, one_process, &stop));
+  const std::atomic<int> none{0};
+  const EvalBatches few{1, 0, 3, 4, config.block_size};
+  EXPECT_TRUE(estimate_loss(model, graph, data.val(), Split::val, few, batch, one_process, &none));
+}
+
+// A metrics.jsonl that cannot be written (a full disk) is an error naming it, not lost records.
+TEST_F(Training, AMetricsFileThatCannotBeWrittenIsAnError) {
+  TrainConfig c = tiny_config(dir, corpus);
+  std::filesystem::create_directories(c.out_dir);
+  std::filesystem::create_symlink("/dev/full", run_file(c.out_dir, kMetricsFile));
+  RunReporter reporter(c, 1, 1, 0, true);
+  try {
+    reporter.start(nlohmann::ordered_json::object());
+    FAIL() << "a record written to a full disk";
+  } catch (const UserError& e) {
+    EXPECT_EQ(e.exit_code(), 1);
+    EXPECT_NE(std::string(e.what()).find("metrics.jsonl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No space left on device"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(Training, CheckpointReloadsToTheSameEvaluation) {

@@ -1,6 +1,6 @@
-// Prints the Markdown table of `gpt train`'s config keys (key, type, default, description) that
-// docs/training.md holds between its config-keys markers. Built from the same two sources as
-// `gpt train --help` and config.json: config_keys() for the names and help texts, and
+// Prints the Markdown table of `gpt train`'s config keys (key, type, default, range, description)
+// that docs/training.md holds between its config-keys markers. Built from the same two sources as
+// `gpt train --help` and config.json: config_keys() for the names, ranges and help texts, and
 // to_json(TrainConfig{}) for the defaults, whose JSON type names the type, so it does not depend
 // on the members' C++ types. Run by tools/config_keys_table.sh (a CMake target outside `all`).
 //   config_keys_table
@@ -39,15 +39,16 @@ std::string cell(const std::string& text) {
 
 int main() {
   const nlohmann::ordered_json defaults = gpt::to_json(gpt::TrainConfig{});
-  std::printf("| key | type | default | description |\n| --- | --- | --- | --- |\n");
+  std::printf("| key | type | default | range | description |\n| --- | --- | --- | --- | --- |\n");
   for (const gpt::ConfigKey& key : gpt::config_keys()) {
     if (!defaults.contains(key.name)) {
       std::fprintf(stderr, "config_keys_table: key \"%s\" has no default in to_json(TrainConfig{})\n", key.name);
       return 1;
     }
     const nlohmann::ordered_json& value = defaults.at(key.name);
-    std::printf("| `%s` | %s | `%s` | %s |\n", key.name, json_type(value).c_str(), cell(value.dump()).c_str(),
-                cell(key.help).c_str());
+    const std::string range = gpt::range_text(key);
+    std::printf("| `%s` | %s | `%s` | %s | %s |\n", key.name, json_type(value).c_str(), cell(value.dump()).c_str(),
+                range.empty() ? "" : ("`" + range + "`").c_str(), cell(key.help).c_str());
   }
   return 0;
 }

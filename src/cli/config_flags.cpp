@@ -33,7 +33,9 @@ void add_config_flags(CLI::App* app, ConfigFlags& config_flags) {
             return "TEXT";
         },
         key.member);
-    const std::string help = std::string(key.help) + " (default " + default_values[key.name].dump() + ")";
+    const std::string range = range_text(key);
+    const std::string help = std::string(key.help) + " (default " + default_values[key.name].dump() +
+                             (range.empty() ? "" : ", range " + range) + ")";
     config_flags.flags[key.name] = group->add_option(std::string("--") + key.name, config_flags.values[key.name], help)
                                        ->type_name(type)
                                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // the last one wins

@@ -82,6 +82,8 @@ void set_from_json(TrainConfig& config, const ConfigKey& key, const nlohmann::js
         }
       },
       key.member);
+  if (const std::string problem = range_problem(key, config); !problem.empty())
+    throw UserError(source + ": key \"" + key.name + "\": " + problem + ", got " + type_name(v));
 }
 
 void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string& text) {
@@ -119,6 +121,8 @@ void set_from_text(TrainConfig& config, const ConfigKey& key, const std::string&
         }
       },
       key.member);
+  if (const std::string problem = range_problem(key, config); !problem.empty())
+    throw UserError(source + ": key \"" + key.name + "\": " + problem + ", got \"" + text + "\"");
 }
 
 // Line and column (1-based) of a byte offset, for JSON syntax errors.

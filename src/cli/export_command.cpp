@@ -33,7 +33,7 @@ int run_export(const ExportOptions& options) {
   std::error_code ec;
   if (std::filesystem::equivalent(out, loaded.path, ec))
     throw UserError("--out " + out + " is the checkpoint being exported; choose another file");
-  export_model(*loaded.model, loaded.vocab, dtype, out);
+  export_model(*loaded.model, loaded.vocab, dtype, loaded.bf16_arithmetic, out);
   const auto bytes = [](const std::string& path) {
     std::error_code size_error;
     return static_cast<double>(std::filesystem::file_size(path, size_error)) / (1 << 20);

@@ -36,9 +36,12 @@ int run_heads(const HeadsOptions& options) {
   LoadedModel loaded = options.model.load();
   Gpt& model = *loaded.model;
   const GptConfig& c = model.config();
-  std::vector<int32_t> ids = options.prompt.empty()
-                                 ? validation_passage(options.model.out_dir, loaded.vocab, c.block_size)
-                                 : loaded.vocab.encode(options.prompt, "--prompt");
+  // The run whose text the model was trained on is the checkpoint's folder (out_dir, or the
+  // folder of --checkpoint).
+  const std::filesystem::path run_folder = std::filesystem::path(loaded.path).parent_path();
+  std::vector<int32_t> ids = options.prompt.empty() ? validation_passage(run_folder.empty() ? "." : run_folder.string(),
+                                                                         loaded.vocab, c.block_size)
+                                                    : loaded.vocab.encode(options.prompt, "--prompt");
   if (static_cast<int64_t>(ids.size()) > c.block_size) {
     spdlog::warn("the prompt is longer than block_size {}; using its first {} characters", c.block_size, c.block_size);
     ids.resize(static_cast<std::size_t>(c.block_size));
@@ -90,7 +93,8 @@ Command add_heads_command(CLI::App& app) {
   auto options = std::make_shared<HeadsOptions>();
   CLI::App* sub = app.add_subcommand("heads", "Show what each attention head of a trained model attends to");
   add_checkpoint_options(sub, options->model,
-                         "folder holding model.safetensors and config.json (with --checkpoint, give --prompt)");
+                         "folder holding model.safetensors and config.json (without --prompt, --checkpoint's folder "
+                         "needs its config.json too)");
   sub->add_option("--prompt", options->prompt,
                   "text to analyse (default: a passage of the validation split, up to block_size)");
   sub->add_option("--report", options->report, "write a self-contained HTML report with heatmaps to this file");

@@ -1,6 +1,8 @@
 // gpt train --config FILE.json [--KEY VALUE ...]: every config key is also a flag that overrides
-// the file. SIGINT/SIGTERM finish the current iteration, save and exit 130/143; a second SIGINT
-// exits at once (checkpoint files are replaced atomically, so nothing is left half-written).
+// the file. SIGINT/SIGTERM finish the current iteration, save and exit 130/143; during set-up or
+// an evaluation they stop within a batch (before the first iteration, with nothing to save); a
+// second SIGINT exits at once (checkpoint files are replaced atomically, so nothing is left
+// half-written).
 #include <omp.h>
 #include <spdlog/spdlog.h>
 
@@ -65,7 +67,9 @@ int run_train(TrainOptions& options, const World& world) {
   }
 
   // A stopped run has said where it stopped; a finished one says how far it went.
-  if (world.is_root() && result.stop_signal)
+  if (world.is_root() && result.stop_signal && result.iterations == 0)
+    spdlog::info("stopped in {}, before the first iteration", format_duration(result.wall_seconds));
+  else if (world.is_root() && result.stop_signal)
     spdlog::info("stopped in {} ({:.0f} tokens/s); {}", format_duration(result.wall_seconds), result.tokens_per_second,
                  describe_saved_files(result, config.out_dir));
   else if (world.is_root())

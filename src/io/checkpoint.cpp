@@ -45,12 +45,19 @@ void add_weights(SafetensorsWriter& writer, Gpt& model) {
   for (int i = 0; i < params.size(); ++i) writer.add(params.slot(i).name, params.slot(i).shape, params.tensor(i).data);
 }
 
-void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab& vocab, Dtype dtype) {
+// `arithmetic`: the bfloat16 arithmetic the weights were trained with; automatic (unknown) is
+// left unrecorded.
+void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab& vocab, Dtype dtype,
+                        Bf16Arithmetic arithmetic) {
   writer.set_metadata("format", "pt");
   writer.set_metadata("config", model.config().to_json().dump());
   writer.set_metadata("vocab", vocab.to_json());
   writer.set_metadata("dtype", dtype_name(dtype));
-  if (dtype == Dtype::bfloat16) writer.set_metadata("bf16_arithmetic", bf16_arithmetic_name(bf16_arithmetic()));
+  if (dtype == Dtype::bfloat16 && arithmetic != Bf16Arithmetic::automatic)
+    writer.set_metadata("bf16_arithmetic", bf16_arithmetic_name(arithmetic));
+}
+void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab& vocab, Dtype dtype) {
+  add_model_metadata(writer, model, vocab, dtype, bf16_arithmetic());
 }
 
 }  // namespace
@@ -105,7 +112,7 @@ void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& voca
   }
 }
 
-void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, const std::string& path) {
+void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, Bf16Arithmetic arithmetic, const std::string& path) {
   std::set<const float*> product_only;
   if (dtype == Dtype::bfloat16)
     for (const LinearWeights* linear : model.weights().linears())
@@ -119,7 +126,7 @@ void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, const std::string
     else
       writer.add(params.slot(i).name, params.slot(i).shape, data);
   }
-  add_model_metadata(writer, model, vocab, dtype == Dtype::bfloat16 ? dtype : model.matmul_dtype());
+  add_model_metadata(writer, model, vocab, dtype == Dtype::bfloat16 ? dtype : model.matmul_dtype(), arithmetic);
   write_file_atomically(path, writer.serialize());
 }
 

@@ -66,8 +66,10 @@ void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& voca
 // products (the blocks' Linear weights) as BF16, rounded as those products round them: half the
 // bytes, and a file that samples with bfloat16 products (its recorded dtype) exactly as the
 // float32 checkpoint does with --dtype bfloat16. Embeddings (wte is also the tied head, and is
-// looked up in float32), layernorms and biases stay F32.
-void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, const std::string& path);
+// looked up in float32), layernorms and biases stay F32. `arithmetic`: the bfloat16 arithmetic
+// the model was trained with, recorded as the checkpoint's (LoadedModel::bf16_arithmetic;
+// automatic, unknown, records none), whatever this process computes with.
+void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, Bf16Arithmetic arithmetic, const std::string& path);
 
 struct LoadedModel {
   std::unique_ptr<Gpt> model;

@@ -53,8 +53,6 @@ struct TapeExecutor {
 Gpt::Gpt(const GptConfig& config) : config_(config) {
   GPT_CHECK(config.n_embd % config.n_head == 0, "n_embd must be divisible by n_head");
   GPT_CHECK(config.n_head % config.kv_heads() == 0, "n_kv_head must divide n_head");
-  if (config.pos_encoding == PosEncoding::rope)
-    rope_table_ = make_rope_table(config.block_size, config.head_size(), config.rope_theta);
   // A model larger than the machine is said before anything is allocated, with its sizes and the
   // settings behind them; a refusal from the allocator says the same.
   const GptMemory memory = estimate_gpt_memory(config_);
@@ -62,8 +60,12 @@ Gpt::Gpt(const GptConfig& config) : config_(config) {
   if (available > 0 && memory.model_bytes() > available)
     throw UserError(gpt_memory_message(config_, memory), ExitCode::runtime);
   try {
+    if (config.pos_encoding == PosEncoding::rope)
+      rope_table_ = make_rope_table(config.block_size, config.head_size(), config.rope_theta);
     weights_ = declare_gpt_weights(params_, config_);
   } catch (const AllocationFailure&) {
+    throw UserError(gpt_memory_message(config_, memory), ExitCode::runtime);
+  } catch (const std::bad_alloc&) {
     throw UserError(gpt_memory_message(config_, memory), ExitCode::runtime);
   }
 }

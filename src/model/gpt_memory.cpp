@@ -29,6 +29,9 @@ GptMemory estimate_gpt_memory(const GptConfig& c) {
   const ParameterSize size = gpt_parameter_size(c);
   memory.parameters = size.parameters;
   memory.weight_bytes = size.padded_floats * sizeof(float);
+  if (c.pos_encoding == PosEncoding::rope)
+    memory.rope_table_bytes =
+        2.0 * static_cast<double>(c.block_size) * static_cast<double>(c.head_size() / 2) * sizeof(float);
   // Per token, what a training step keeps in the arena (tests/test_model.cpp bounds it): per layer
   // about 10 values of width n_embd (the residual stream twice, q|k|v, the attention output, the
   // MLP's hidden layer: 4 n_embd wide by default, c_fc's output width in general), about 16 more
@@ -51,7 +54,10 @@ std::string gpt_memory_message(const GptConfig& c, const GptMemory& memory) {
   return "the model does not fit in memory: " + setting("n_layer", c.n_layer) + ", " + setting("n_embd", c.n_embd) +
          ", " + setting("vocab_size", c.vocab_size) + " and " + setting("block_size", c.block_size) + " make " +
          count_label(memory.parameters) + " parameters, whose values and gradients need " +
-         byte_size(memory.model_bytes()) +
+         byte_size(memory.model_bytes() - memory.rope_table_bytes) +
+         (memory.rope_table_bytes > 0
+              ? " (and RoPE's table of block_size positions " + byte_size(memory.rope_table_bytes) + ")"
+              : std::string()) +
          (available > 0 ? "; this machine has " + byte_size(available) + " of RAM and swap" : std::string()) +
          ". Training also needs " + byte_size(memory.optimizer_bytes()) +
          " of optimizer state (AdamW keeps two values per parameter, Lion and Muon's matrices one) and about " +

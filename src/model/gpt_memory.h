@@ -17,8 +17,9 @@ struct GptMemory {
   double weight_bytes = 0;       // the parameters in the store's layout (float32, padded)
   double activation_bytes = 0;   // a training step's arena per sequence of block_size tokens (about)
   double optimizer_buffers = 2;  // state buffers the size of the weights (AdamW: 2, Lion: 1)
+  double rope_table_bytes = 0;   // RoPE's cos and sin for every position (pos_encoding "rope")
 
-  double model_bytes() const { return 2 * weight_bytes; }  // weights and their gradients
+  double model_bytes() const { return 2 * weight_bytes + rope_table_bytes; }  // weights, gradients, tables
   double optimizer_bytes() const { return optimizer_buffers * weight_bytes; }
   double training_bytes(int64_t batch_size) const {
     return model_bytes() + optimizer_bytes() + static_cast<double>(batch_size) * activation_bytes;

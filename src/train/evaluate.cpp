@@ -8,17 +8,21 @@
 
 namespace gpt {
 
-double estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& e, Batch& batch,
-                     const World& world) {
+std::optional<double> estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& e,
+                                    Batch& batch, const World& world, const std::atomic<int>* stop_signal) {
   NoGradGuard no_grad(graph);
   const int64_t B = e.batch_size, T = e.block_size;
   const int64_t per_process = (e.count + world.size() - 1) / world.size(), first = per_process * world.rank();
   std::vector<double> mine(static_cast<std::size_t>(per_process), 0.0);
   std::vector<double> all(static_cast<std::size_t>(per_process * world.size()));
-  for (int64_t i = first; i < std::min(e.count, first + per_process); ++i) {
+  // Every process takes per_process turns (the last one's past e.count idle), so all poll alike.
+  for (int64_t turn = 0; turn < per_process; ++turn) {
+    if (stop_signal && world.max(stop_signal->load()) != 0) return std::nullopt;
+    const int64_t i = first + turn;
+    if (i >= e.count) continue;
     Rng rows = eval_batch_stream(e.seed, e.iter, which, i);
     Dataset::sample_batch(split, B, T, rows, batch);
-    mine[static_cast<std::size_t>(i - first)] =
+    mine[static_cast<std::size_t>(turn)] =
         model.forward(graph, batch.inputs.data(), B, T, batch.targets.data(), false, rows).loss.item();
     graph.reset();
   }

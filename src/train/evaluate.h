@@ -3,7 +3,9 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -25,9 +27,12 @@ struct EvalBatches {
 
 // Mean cross-entropy over the batches of `which` (drawn from `split`'s ids). The batches are
 // shared among the world's processes and their losses added in batch order: the same bits for
-// any number of processes.
-double estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& batches,
-                     Batch& scratch_batch, const World& world);
+// any number of processes. nullopt when *stop_signal became non-zero on any process: every
+// process polls before each batch and all stop at the same one, so an evaluation of any length
+// (eval_iters up to 1e12) answers Ctrl-C within a batch.
+std::optional<double> estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& batches,
+                                    Batch& scratch_batch, const World& world,
+                                    const std::atomic<int>* stop_signal = nullptr);
 
 struct WindowEval {
   double loss_nats = 0;  // mean cross-entropy per predicted character

@@ -11,6 +11,8 @@
 #include <sys/sysctl.h>
 #endif
 
+#include <cerrno>
+#include <cstring>
 #include <ctime>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -32,9 +34,15 @@ RunReporter::RunReporter(const TrainConfig& config, double tokens_per_iter, doub
   if (!metrics_) throw UserError("cannot write " + metrics_path_, ExitCode::runtime);
 }
 
+// A record that did not reach the disk (full, over the file size limit) ends the run: a curve
+// silently cut short would be taken for the run's.
 void RunReporter::write_metrics(const std::string& json_line) {
+  errno = 0;
   metrics_ << json_line << '\n';
   metrics_.flush();
+  if (!metrics_)
+    throw UserError("cannot write " + metrics_path_ + ": " + (errno != 0 ? std::strerror(errno) : "write failed"),
+                    ExitCode::runtime);
 }
 
 namespace {

@@ -45,13 +45,16 @@ constexpr double kBudgetUse = 0.99;  // a margin for the variation of the step t
 BudgetPlanner::BudgetPlanner(double budget_seconds, Run run) : budget_(budget_seconds), run_(run) {}
 
 void BudgetPlanner::record_iteration(double seconds) {
-  iteration_seconds_.push_back(seconds);
+  if (iterations_ == 0)
+    first_iteration_seconds_ = seconds;
+  else
+    later_iterations_seconds_ += seconds;
+  ++iterations_;
   train_seconds_ += seconds;
 }
 
 bool BudgetPlanner::measured() const {
-  return static_cast<int64_t>(iteration_seconds_.size()) >= kPlanAfterIterations &&
-         train_seconds_ >= kPlanAfterBudgetShare * budget_;
+  return iterations_ >= kPlanAfterIterations && train_seconds_ >= kPlanAfterBudgetShare * budget_;
 }
 
 int64_t BudgetPlanner::plan(double elapsed, int64_t done) {
@@ -69,13 +72,12 @@ bool BudgetPlanner::out_of_time(double elapsed) const {
 // The first iteration warms caches and allocators: the mean of the others. The mean, not the
 // median: the run's length is a sum of step times, and a shared machine's occasional slow steps
 // (a skewed distribution, the median well below the mean) would otherwise plan a decay longer
-// than the budget and cut it short.
+// than the budget and cut it short. Asked every iteration, it keeps a running sum (the same bits
+// as adding the times in order afresh, which made a long run quadratic).
 double BudgetPlanner::mean_iteration_seconds() const {
-  const std::size_t skip = iteration_seconds_.size() > 1 ? 1 : 0;
-  if (iteration_seconds_.size() == skip) return 0;
-  double sum = 0;
-  for (std::size_t i = skip; i < iteration_seconds_.size(); ++i) sum += iteration_seconds_[i];
-  return sum / static_cast<double>(iteration_seconds_.size() - skip);
+  if (iterations_ == 0) return 0;
+  if (iterations_ == 1) return first_iteration_seconds_;
+  return later_iterations_seconds_ / static_cast<double>(iterations_ - 1);
 }
 
 // The last evaluation's time, but the only one so far may be the first, slowed by warm-up: at

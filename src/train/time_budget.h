@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace gpt {
 
@@ -55,7 +54,9 @@ class BudgetPlanner {
   double budget_;
   Run run_;
   RunCosts costs_{0, 0, 0};
-  std::vector<double> iteration_seconds_;
+  int64_t iterations_ = 0;
+  double first_iteration_seconds_ = 0;
+  double later_iterations_seconds_ = 0;  // the sum after the first, added in order as it comes
   double train_seconds_ = 0;
 };
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "core/check.h"
+
 namespace gpt {
 
 std::optional<double> parse_duration(const std::string& text) {
@@ -40,7 +42,7 @@ std::optional<double> parse_duration(const std::string& text) {
     total += value * unit;
     any = true;
   }
-  return total;
+  return total;  // may overflow to +inf ("1e308h"): max_time's range rejects it, naming the key
 }
 
 std::optional<InitFrom> Setting<InitFrom>::parse(const std::string& text) {
@@ -85,24 +87,33 @@ std::optional<Duration> Setting<Duration>::parse(const std::string& text) {
   return Duration{*seconds};
 }
 
-// Exact: whole hours and minutes, then the rest in seconds with all its digits.
+namespace {
+
+// The shortest text that reads back as the same double.
+std::string shortest_text(double value) {
+  char buffer[40];
+  char* end = nullptr;
+  for (int digits = 1; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    if (std::strtod(buffer, &end) == value) break;
+  }
+  return buffer;
+}
+
+}  // namespace
+
+// Exact: whole hours and minutes, then the rest in seconds with all its digits. A value whose
+// whole seconds no int64 holds (1e300, inf; only ever out of max_time's range) is seconds alone.
 std::string Setting<Duration>::text(const Duration& value) {
   if (value.seconds == 0) return "";
+  if (!(value.seconds > 0 && value.seconds < 1e15)) return shortest_text(value.seconds) + "s";
   const auto whole = static_cast<int64_t>(value.seconds);
   const int64_t hours = whole / 3600, minutes = whole % 3600 / 60;
   const double rest = value.seconds - static_cast<double>(hours * 3600 + minutes * 60);
   std::string out;
   if (hours > 0) out += std::to_string(hours) + "h";
   if (minutes > 0) out += std::to_string(minutes) + "m";
-  if (rest > 0) {
-    char buffer[40];
-    char* end = nullptr;
-    for (int digits = 1; digits <= 17; ++digits) {  // the shortest text that reads back the same
-      std::snprintf(buffer, sizeof buffer, "%.*g", digits, rest);
-      if (std::strtod(buffer, &end) == rest) break;
-    }
-    out += std::string(buffer) + "s";
-  }
+  if (rest > 0) out += shortest_text(rest) + "s";
   return out;
 }
 
@@ -115,6 +126,18 @@ GptConfig TrainConfig::model_config(int64_t vocab_size) const {
 }
 
 namespace {
+
+// Where the keys' ranges end, and why. Counts of iterations: far past any run (max_time's
+// unplanned length, 2^40, is set after loading). Rates, decays, clip norms and caps multiply
+// float32 values: 1e30 keeps them finite there. Seeds: integers JSON tools read exactly. A budget
+// of more than a year is a typo, and one of 1e308 hours is not a number of seconds. Evaluations
+// keep each batch's loss until they add them in order: 1e6 batches, 8 MB.
+constexpr double kMaxIterations = 1e12;
+constexpr double kMaxFactor = 1e30;
+constexpr double kMaxSeed = 9007199254740991;  // 2^53 - 1
+constexpr double kMaxBudgetSeconds = 8760 * 3600;
+constexpr double kMaxPositions = 1 << 20;
+constexpr double kMaxEvalBatches = 1e6;
 
 // A field of the config, or of the architecture it holds, as a ConfigField.
 template <auto Member>
@@ -134,7 +157,8 @@ std::vector<ConfigKey> data_keys() {
        "what to train on: a text file, a folder of text files (joined in path order), or a dataset made by "
        "gpt prepare"},
       {"val_fraction", &field<&C::val_fraction>,
-       "fraction of the text (at its end) held out for validation, when there is no val_data_path"},
+       "fraction of the text (at its end) held out for validation, when there is no val_data_path",
+       KeyRange{0, 1, true, true}},
       {"val_data_path", &field<&C::val_data_path>, "a text file or folder to validate on instead (optional)"},
       {"vocab", &field<&C::vocab>,
        "\"chars\" (the text's Unicode characters; it must be UTF-8) or \"bytes\" (the 256 byte values, any file)"},
@@ -149,11 +173,11 @@ std::vector<ConfigKey> data_keys() {
 // The keys of the architecture (GptConfig), in the order the docs list them.
 std::vector<ConfigKey> model_keys() {
   return {
-      {"n_layer", &model_field<&GptConfig::n_layer>, "number of Transformer blocks"},
-      {"n_head", &model_field<&GptConfig::n_head>, "attention heads per block (must divide n_embd)"},
-      {"n_embd", &model_field<&GptConfig::n_embd>, "embedding width"},
-      {"block_size", &model_field<&GptConfig::block_size>, "context length in characters"},
-      {"dropout", &model_field<&GptConfig::dropout>, "dropout probability in [0, 1)"},
+      {"n_layer", &model_field<&GptConfig::n_layer>, "number of Transformer blocks", KeyRange{1, 1000}},
+      {"n_head", &model_field<&GptConfig::n_head>, "attention heads per block (must divide n_embd)", KeyRange{1, 4096}},
+      {"n_embd", &model_field<&GptConfig::n_embd>, "embedding width", KeyRange{1, 65536}},
+      {"block_size", &model_field<&GptConfig::block_size>, "context length in characters", KeyRange{1, kMaxPositions}},
+      {"dropout", &model_field<&GptConfig::dropout>, "dropout probability in [0, 1)", KeyRange{0, 1, false, true}},
       {"bias", &model_field<&GptConfig::bias>, "biases in Linear and LayerNorm layers"},
       {"norm", &model_field<&GptConfig::norm>,
        "\"layernorm\" (GPT-2) or \"rmsnorm\" (x / sqrt(mean(x^2) + 1e-5) * weight, no bias; Zhang & Sennrich 2019)"},
@@ -161,20 +185,24 @@ std::vector<ConfigKey> model_keys() {
        "the MLP's activation: \"gelu\" (exact, GPT-2), \"relu2\" (relu(x)^2; So et al. 2021, modded-nanogpt) or "
        "\"swiglu\" ((silu(x W_gate) * (x W_up)) W_down; Shazeer 2020, llama)"},
       {"mlp_hidden", &model_field<&GptConfig::mlp_hidden>,
-       "the MLP's hidden width (0 = automatic: 4 n_embd; with swiglu the multiple of 32 nearest to 8 n_embd / 3)"},
+       "the MLP's hidden width (0 = automatic: 4 n_embd; with swiglu the multiple of 32 nearest to 8 n_embd / 3)",
+       KeyRange{0, 1 << 20}},
       {"tie_embeddings", &model_field<&GptConfig::tie_embeddings>,
        "the output head is the token embedding wte (GPT-2; Press & Wolf 2017); false: a separate lm_head weight "
        "(modded-nanogpt, llama)"},
       {"logit_softcap", &model_field<&GptConfig::logit_softcap>,
        "0 = off; else logits = cap * tanh(logits / cap) in training, evaluation and sampling (Gemma 2, "
-       "modded-nanogpt)"},
+       "modded-nanogpt)",
+       KeyRange{0, kMaxFactor}},
       {"pos_encoding", &model_field<&GptConfig::pos_encoding>,
        "\"learned\" (absolute position embeddings wpe, GPT-2) or \"rope\" (rotary embeddings on every head's q and "
        "k, no wpe: pair (i, i + hs/2) turns by position * rope_theta^(-2i/hs); Su et al. 2021, GPT-NeoX)"},
-      {"rope_theta", &model_field<&GptConfig::rope_theta>, "RoPE's base (with pos_encoding \"rope\")"},
+      {"rope_theta", &model_field<&GptConfig::rope_theta>, "RoPE's base (with pos_encoding \"rope\")",
+       KeyRange{0, kMaxFactor, true}},
       {"n_kv_head", &model_field<&GptConfig::n_kv_head>,
        "key/value heads per block, dividing n_head (0 = n_head): grouped-query attention, query head h uses kv head "
-       "h / (n_head / n_kv_head) (Ainslie et al. 2023)"},
+       "h / (n_head / n_kv_head) (Ainslie et al. 2023)",
+       KeyRange{0, 4096}},
       {"qk_norm", &model_field<&GptConfig::qk_norm>,
        "QK-norm: each head's q and k become x / sqrt(mean(x^2) + 1e-5), no weight, before RoPE (Henry et al. 2020, "
        "Dehghani et al. 2023, modded-nanogpt)"},
@@ -185,11 +213,12 @@ std::vector<ConfigKey> model_keys() {
 std::vector<ConfigKey> loop_keys() {
   using C = TrainConfig;
   return {
-      {"batch_size", &field<&C::batch_size>, "sequences per micro-batch"},
-      {"max_iters", &field<&C::max_iters>, "training iterations"},
-      {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations"},
-      {"eval_iters", &field<&C::eval_iters>, "batches per evaluation"},
-      {"log_interval", &field<&C::log_interval>, "log every this many iterations"},
+      {"batch_size", &field<&C::batch_size>, "sequences per micro-batch", KeyRange{1, 1 << 20}},
+      {"max_iters", &field<&C::max_iters>, "training iterations", KeyRange{0, kMaxIterations}},
+      {"eval_interval", &field<&C::eval_interval>, "evaluate train/val loss every this many iterations",
+       KeyRange{1, kMaxIterations}},
+      {"eval_iters", &field<&C::eval_iters>, "batches per evaluation", KeyRange{1, kMaxEvalBatches}},
+      {"log_interval", &field<&C::log_interval>, "log every this many iterations", KeyRange{1, kMaxIterations}},
       {"always_save_checkpoint", &field<&C::always_save_checkpoint>,
        "every evaluation's weights become model.safetensors, not only those of a new best val loss"},
       {"init_from", &field<&C::init_from>,
@@ -197,9 +226,10 @@ std::vector<ConfigKey> loop_keys() {
        "file or a run's out_dir: its weights, a new optimizer and schedule)"},
       {"max_time", &field<&C::max_time>,
        "time budget, e.g. \"10m\", \"1h30m\", \"90s\" or \"600\" (seconds): the run's length in iterations is fixed "
-       "from the measured step time so that it ends, evaluated and saved, within the budget (\"\" = off)"},
+       "from the measured step time so that it ends, evaluated and saved, within the budget (\"\" = off)",
+       KeyRange{0, kMaxBudgetSeconds}},
       {"patience", &field<&C::patience>,
-       "stop after this many evaluations in a row without a new best val loss (0 = off)"},
+       "stop after this many evaluations in a row without a new best val loss (0 = off)", KeyRange{0, kMaxIterations}},
   };
 }
 
@@ -210,24 +240,29 @@ std::vector<ConfigKey> optimizer_keys() {
       {"optimizer", &field<&C::optimizer>,
        "\"adamw\", \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay) or \"muon\" (Muon on the "
        "blocks' matrices, AdamW with learning_rate on the rest)"},
-      {"learning_rate", &field<&C::learning_rate>, "peak learning rate"},
+      {"learning_rate", &field<&C::learning_rate>, "peak learning rate", KeyRange{0, kMaxFactor, true}},
       {"decay_lr", &field<&C::decay_lr>, "warmup then cosine decay (false: constant learning rate)"},
-      {"warmup_iters", &field<&C::warmup_iters>, "linear warmup iterations"},
-      {"lr_decay_iters", &field<&C::lr_decay_iters>, "iteration at which the cosine decay reaches min_lr"},
-      {"min_lr", &field<&C::min_lr>, "final learning rate"},
-      {"weight_decay", &field<&C::weight_decay>, "decoupled weight decay (on matrices and embeddings only)"},
-      {"beta1", &field<&C::beta1>, "AdamW beta1"},
-      {"beta2", &field<&C::beta2>, "AdamW beta2"},
-      {"lion_beta1", &field<&C::lion_beta1>, "Lion beta1 (interpolation for the update's sign)"},
-      {"lion_beta2", &field<&C::lion_beta2>, "Lion beta2 (momentum decay)"},
+      {"warmup_iters", &field<&C::warmup_iters>, "linear warmup iterations", KeyRange{0, kMaxIterations}},
+      {"lr_decay_iters", &field<&C::lr_decay_iters>, "iteration at which the cosine decay reaches min_lr",
+       KeyRange{0, kMaxIterations}},
+      {"min_lr", &field<&C::min_lr>, "final learning rate", KeyRange{0, kMaxFactor}},
+      {"weight_decay", &field<&C::weight_decay>, "decoupled weight decay (on matrices and embeddings only)",
+       KeyRange{0, kMaxFactor}},
+      {"beta1", &field<&C::beta1>, "AdamW beta1", KeyRange{0, 1, false, true}},
+      {"beta2", &field<&C::beta2>, "AdamW beta2", KeyRange{0, 1, false, true}},
+      {"lion_beta1", &field<&C::lion_beta1>, "Lion beta1 (interpolation for the update's sign)",
+       KeyRange{0, 1, false, true}},
+      {"lion_beta2", &field<&C::lion_beta2>, "Lion beta2 (momentum decay)", KeyRange{0, 1, false, true}},
       {"muon_lr", &field<&C::muon_lr>,
        "Muon's peak learning rate for the 2-D weights inside the blocks (Jordan et al. 2024, \"Muon: An optimizer "
        "for hidden layers\", modded-nanogpt): Nesterov momentum, 5 Newton-Schulz iterations orthogonalise the "
        "update, scaled by sqrt(max(1, rows/cols)), no weight decay; follows learning_rate's schedule (times "
-       "lr/learning_rate)"},
-      {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum"},
-      {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)"},
-      {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step"},
+       "lr/learning_rate)",
+       KeyRange{0, kMaxFactor, true}},
+      {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum", KeyRange{0, 1, false, true}},
+      {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)", KeyRange{0, kMaxFactor}},
+      {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step",
+       KeyRange{1, 1 << 20}},
   };
 }
 
@@ -235,11 +270,11 @@ std::vector<ConfigKey> optimizer_keys() {
 std::vector<ConfigKey> system_keys() {
   using C = TrainConfig;
   return {
-      {"seed", &field<&C::seed>,
-       "random seed: keys every random stream (initialisation, batches, dropout, evaluation)"},
-      {"threads", &field<&C::threads>, "worker threads per process (0 = all cores)"},
+      {"seed", &field<&C::seed>, "random seed: keys every random stream (initialisation, batches, dropout, evaluation)",
+       KeyRange{0, kMaxSeed}},
+      {"threads", &field<&C::threads>, "worker threads per process (0 = all cores)", KeyRange{0, 4096}},
       {"zero_stage", &field<&C::zero_stage>,
-       "under mpirun: 1 shards the optimizer state across processes (ZeRO-1), 0 does not"},
+       "under mpirun: 1 shards the optimizer state across processes (ZeRO-1), 0 does not", KeyRange{0, 1}},
       {"check_replicas", &field<&C::check_replicas>,
        "under mpirun: after every step, check that all processes hold the same weights"},
       {"dtype", &field<&C::dtype>,
@@ -254,6 +289,63 @@ std::vector<ConfigKey> system_keys() {
 
 }  // namespace
 
+bool KeyRange::contains(double value) const {
+  return (lo_open ? value > lo : value >= lo) && (hi_open ? value < hi : value <= hi);
+}
+
+namespace {
+
+// What a key's values are called, and one of them as the range writes it.
+template <class T>
+const char* kind_of_value() {
+  if constexpr (std::is_same_v<T, int64_t>) return "an integer";
+  if constexpr (std::is_same_v<T, Duration>) return "a duration";
+  return "a number";
+}
+template <class T>
+std::string value_text(double value) {
+  if constexpr (std::is_same_v<T, int64_t>) return std::to_string(static_cast<int64_t>(value));
+  if constexpr (std::is_same_v<T, Duration>) return value == 0 ? "0" : Setting<Duration>::text({value});
+  return shortest_text(value);
+}
+template <class T>
+constexpr bool is_numeric = std::is_same_v<T, int64_t> || std::is_same_v<T, double> || std::is_same_v<T, Duration>;
+
+}  // namespace
+
+std::string range_text(const ConfigKey& key) {
+  if (!key.range) return "";
+  const KeyRange& r = *key.range;
+  return std::visit(
+      [&](auto field) {
+        using T = std::remove_reference_t<decltype(field(std::declval<TrainConfig&>()))>;
+        return std::string(r.lo_open ? "(" : "[") + value_text<T>(r.lo) + ", " + value_text<T>(r.hi) +
+               (r.hi_open ? ")" : "]");
+      },
+      key.member);
+}
+
+std::string range_problem(const ConfigKey& key, const TrainConfig& config) {
+  if (!key.range) return "";
+  auto& fields = const_cast<TrainConfig&>(config);  // read only: the fields are reached through ConfigField
+  return std::visit(
+      [&](auto field) -> std::string {
+        using T = std::remove_reference_t<decltype(field(fields))>;
+        if constexpr (is_numeric<T>) {
+          const auto& value = field(fields);
+          double number = 0;
+          if constexpr (std::is_same_v<T, Duration>)
+            number = value.seconds;
+          else
+            number = static_cast<double>(value);
+          if (!key.range->contains(number))
+            return std::string("expected ") + kind_of_value<T>() + " in " + range_text(key);
+        }
+        return "";
+      },
+      key.member);
+}
+
 const std::vector<ConfigKey>& config_keys() {
   static const std::vector<ConfigKey> keys = [] {
     std::vector<ConfigKey> all;
@@ -261,60 +353,36 @@ const std::vector<ConfigKey>& config_keys() {
       const std::vector<ConfigKey> keys = group();
       all.insert(all.end(), keys.begin(), keys.end());
     }
+    for (const ConfigKey& key : all)
+      std::visit(
+          [&](auto field) {
+            using T = std::remove_reference_t<decltype(field(std::declval<TrainConfig&>()))>;
+            GPT_CHECK(key.range.has_value() == is_numeric<T>,
+                      std::string("config key ") + key.name + ": a range belongs to every number and only to them");
+          },
+          key.member);
     return all;
   }();
   return keys;
 }
 
+// Each key's own range first, then what keys say together.
 ConfigProblem find_config_problem(const TrainConfig& c) {
-  auto positive = [](int64_t v) { return v > 0; };
+  for (const ConfigKey& key : config_keys())
+    if (std::string problem = range_problem(key, c); !problem.empty()) return {key.name, problem};
   if (c.data_path.empty())
     return {"data_path", "is required: a text file, a folder of text files or a prepared dataset to train on"};
-  if (!(c.val_fraction > 0 && c.val_fraction < 1)) return {"val_fraction", "must be in (0, 1)"};
   if (c.out_dir.empty()) return {"out_dir", "must not be empty"};
-  const std::pair<const char*, int64_t> sizes[] = {{"n_layer", c.model.n_layer},
-                                                   {"n_head", c.model.n_head},
-                                                   {"n_embd", c.model.n_embd},
-                                                   {"block_size", c.model.block_size},
-                                                   {"batch_size", c.batch_size},
-                                                   {"eval_interval", c.eval_interval},
-                                                   {"eval_iters", c.eval_iters},
-                                                   {"log_interval", c.log_interval},
-                                                   {"gradient_accumulation_steps", c.gradient_accumulation_steps}};
-  for (const auto& [key, value] : sizes)
-    if (!positive(value)) return {key, "must be a positive integer, got " + std::to_string(value)};
   if (c.model.n_embd % c.model.n_head != 0)
     return {"n_head", "must divide n_embd (" + std::to_string(c.model.n_embd) + " is not divisible by " +
                           std::to_string(c.model.n_head) + ")"};
-  if (c.model.n_kv_head < 0 || (c.model.n_kv_head > 0 && c.model.n_head % c.model.n_kv_head != 0))
+  if (c.model.n_kv_head > 0 && c.model.n_head % c.model.n_kv_head != 0)
     return {"n_kv_head", "must divide n_head (" + std::to_string(c.model.n_head) + "), or be 0 for n_head"};
   if (c.model.pos_encoding == PosEncoding::rope && c.model.head_size() % 2 != 0)
     return {"pos_encoding", "needs an even head size n_embd / n_head, got " + std::to_string(c.model.head_size())};
-  if (!(c.model.rope_theta > 0)) return {"rope_theta", "must be positive"};
-  if (!(c.model.dropout >= 0 && c.model.dropout < 1)) return {"dropout", "must be in [0, 1)"};
-  if (c.model.mlp_hidden < 0) return {"mlp_hidden", "must be >= 0 (0 = automatic)"};
-  if (!(c.model.logit_softcap >= 0 && std::isfinite(c.model.logit_softcap)))
-    return {"logit_softcap", "must be a finite number >= 0 (0 = off)"};
-  if (c.max_iters < 0) return {"max_iters", "must be >= 0"};
-  if (c.patience < 0) return {"patience", "must be >= 0 (0 = off)"};
-  if (!(c.learning_rate > 0)) return {"learning_rate", "must be positive"};
-  if (!(c.min_lr >= 0)) return {"min_lr", "must be >= 0"};
-  if (c.warmup_iters < 0) return {"warmup_iters", "must be >= 0"};
   if (c.decay_lr && c.lr_decay_iters <= c.warmup_iters)
     return {"lr_decay_iters",
             "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
-  if (!(c.weight_decay >= 0)) return {"weight_decay", "must be >= 0"};
-  if (!(c.beta1 >= 0 && c.beta1 < 1)) return {"beta1", "must be in [0, 1)"};
-  if (!(c.beta2 >= 0 && c.beta2 < 1)) return {"beta2", "must be in [0, 1)"};
-  if (!(c.lion_beta1 >= 0 && c.lion_beta1 < 1)) return {"lion_beta1", "must be in [0, 1)"};
-  if (!(c.lion_beta2 >= 0 && c.lion_beta2 < 1)) return {"lion_beta2", "must be in [0, 1)"};
-  if (!(c.muon_lr > 0)) return {"muon_lr", "must be positive"};
-  if (!(c.muon_momentum >= 0 && c.muon_momentum < 1)) return {"muon_momentum", "must be in [0, 1)"};
-  if (!(c.grad_clip >= 0)) return {"grad_clip", "must be >= 0 (0 turns clipping off)"};
-  if (c.seed < 0) return {"seed", "must be >= 0"};
-  if (c.threads < 0) return {"threads", "must be >= 0 (0 = all cores)"};
-  if (c.zero_stage != 0 && c.zero_stage != 1)
-    return {"zero_stage", "must be 0 or 1, got " + std::to_string(c.zero_stage)};
   if (c.zero_stage == 1 && c.optimizer == OptimizerKind::muon)
     return {"zero_stage", "must be 0 with optimizer \"muon\" (its Newton-Schulz step needs each matrix whole)"};
   return {};

@@ -153,14 +153,30 @@ using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, Con
                                   ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>, ConfigField<Norm>,
                                   ConfigField<Activation>, ConfigField<PosEncoding>, ConfigField<Bf16Arithmetic>>;
 
+// The values a numeric key takes: lo to hi, each end included unless marked open. Checked when a
+// config file or flag sets the key, so an absurd value (a budget of 1e308 hours) is an input
+// error naming the key, never a run that overflows.
+struct KeyRange {
+  double lo, hi;
+  bool lo_open = false, hi_open = false;
+  bool contains(double value) const;  // false for NaN
+};
+
 struct ConfigKey {
   const char* name;
   ConfigMember member;
   const char* help;
+  std::optional<KeyRange> range = {};  // every integer, number and duration key has one
 };
 
 // Every key, in the order config.json is written.
 const std::vector<ConfigKey>& config_keys();
+
+// A key's range as written in docs and errors, in the key's own terms: "[1, 1000]", "(0, 1)",
+// "[0, 8760h]"; "" for a key without one.
+std::string range_text(const ConfigKey& key);
+// "expected an integer in [1, 1000]" when the key's value in `config` is outside its range, else "".
+std::string range_problem(const ConfigKey& key, const TrainConfig& config);
 
 // The first out-of-range value as {key, message}, or an empty key when all are valid.
 struct ConfigProblem {

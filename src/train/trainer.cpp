@@ -103,7 +103,7 @@ class TrainingLoop {
   TrainResult run();
 
  private:
-  void evaluate_and_checkpoint(int64_t iter);
+  bool evaluate_and_checkpoint(int64_t iter);
   void train_iteration(int64_t iter);
   bool stop_requested(int64_t next_iter);
   void count_patience(int64_t iter, double val_loss);
@@ -185,10 +185,14 @@ TrainResult TrainingLoop::run() {
   result_.last_val_loss = std::numeric_limits<double>::quiet_NaN();
   int64_t iter = state_.iter_num;
   const int64_t first_iter = iter;
+  if (stop_requested(iter)) return finish(iter);  // a signal during set-up
   for (;;) {
     const bool eval_already_logged = run_.resumed() && iter == first_iter && state_.eval_done;
     const bool eval_due = iter % config_.eval_interval == 0 || iter == config_.max_iters;
-    if (eval_due && !eval_already_logged) evaluate_and_checkpoint(iter);
+    if (eval_due && !eval_already_logged && !evaluate_and_checkpoint(iter)) {
+      stop_requested(iter);  // the signal that cut the evaluation short: stop as if it came before it
+      break;
+    }
     if (iter >= config_.max_iters || out_of_patience_) break;
     train_iteration(iter);
     ++iter;
@@ -205,15 +209,21 @@ TrainResult TrainingLoop::run() {
 }
 
 // nanoGPT's policy: evaluate both splits; when val loss improves (or always), the weights become
-// the run's model and, except at 0 where there is nothing to resume, a resume point.
-void TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
+// the run's model and, except at 0 where there is nothing to resume, a resume point. False when a
+// stop signal cut the evaluation short (nothing recorded).
+bool TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
   if (reporter_) reporter_->clear_progress();
   const double eval_start = now_;
   const EvalBatches batches{static_cast<uint64_t>(config_.seed), iter, config_.eval_iters, config_.batch_size,
                             config_.model.block_size};
   Gpt& model = *run_.model;
-  const double train_loss = estimate_loss(model, graph_, run_.data->train(), Split::train, batches, batch_, world_);
-  const double val_loss = estimate_loss(model, graph_, run_.data->val(), Split::val, batches, batch_, world_);
+  const std::optional<double> train_estimate =
+      estimate_loss(model, graph_, run_.data->train(), Split::train, batches, batch_, world_, context_.stop_signal);
+  if (!train_estimate) return false;
+  const std::optional<double> val_estimate =
+      estimate_loss(model, graph_, run_.data->val(), Split::val, batches, batch_, world_, context_.stop_signal);
+  if (!val_estimate) return false;
+  const double train_loss = *train_estimate, val_loss = *val_estimate;
   result_.last_val_loss = val_loss;
   result_.last_eval_iter = iter;
   const double seconds = read_clock() - eval_start;
@@ -233,6 +243,7 @@ void TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
       spdlog::warn("{}", e.what());
     }
   }
+  return true;
 }
 
 void TrainingLoop::train_iteration(int64_t iter) {
@@ -261,11 +272,16 @@ void TrainingLoop::train_iteration(int64_t iter) {
 }
 
 // A stop signal reaching any process stops all after the same iteration; rank 0 saves there.
+// Before this process's first iteration there is nothing new to save: the run stops at once.
 bool TrainingLoop::stop_requested(int64_t next_iter) {
   const int64_t signal = world_.max(context_.stop_signal ? context_.stop_signal->load() : 0);
   if (signal == 0) return false;
   if (reporter_) reporter_->clear_progress();
   result_.stop_signal = static_cast<int>(signal);
+  if (result_.iterations == 0) {
+    if (root()) spdlog::warn("interrupted before the first iteration: nothing new to save");
+    return true;
+  }
   save_resume(next_iter, false);
   read_clock();
   if (root())

@@ -16,6 +16,7 @@ namespace {
 
 using amx::kMR;
 using amx::kNR;
+static_assert(kFitsTheDriver<kMR, kNR>, "MC a multiple of MR, MR <= kMaxMR, MR x NR <= kMaxTile (kernel_family.h)");
 using amx::kRowBytes;
 using amx::kTilePairs;
 

@@ -19,6 +19,7 @@ namespace gpt::gemm_detail {
 namespace {
 
 constexpr int64_t kMR = 6, kNR = 16;
+static_assert(kFitsTheDriver<kMR, kNR>, "MC a multiple of MR, MR <= kMaxMR, MR x NR <= kMaxTile (kernel_family.h)");
 
 template <int kRows, ARead kRead>
 GPT_TARGET_AVX2_FMA void micro_kernel(int64_t kc, const float* a, int64_t lda, const float* b, float* c, int64_t ldc,

@@ -16,6 +16,7 @@ namespace gpt::gemm_detail {
 namespace {
 
 constexpr int64_t kMR = 12, kNR = 32;
+static_assert(kFitsTheDriver<kMR, kNR>, "MC a multiple of MR, MR <= kMaxMR, MR x NR <= kMaxTile (kernel_family.h)");
 
 template <int kRows>
 __attribute__((target("avx512f,avx512bf16"))) void micro_kernel(int64_t steps, const uint32_t* a, int64_t /*lda*/,

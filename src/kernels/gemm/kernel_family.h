@@ -30,6 +30,13 @@ inline constexpr int64_t MC = 48;  // a multiple of every family's MR
 inline constexpr int64_t kMaxMR = 16;
 inline constexpr int64_t kMaxTile = 16 * 64;  // MR x NR of the largest register or tile block
 
+// What the blocked driver (kernels/gemm.cpp) takes for granted of a register tile: MC rows are
+// whole MR-row slivers (so a work item's rows never straddle two), a micro-kernel exists for every
+// row count up to MR, and an edge tile fits its kMaxTile stack buffer. Each family's file asserts
+// it of its own MR and NR, so a new or retuned family cannot break it unnoticed.
+template <int64_t kMR, int64_t kNR>
+inline constexpr bool kFitsTheDriver = kMR >= 1 && kMR <= kMaxMR&& MC % kMR == 0 && kNR >= 1 && kMR* kNR <= kMaxTile;
+
 // Where a micro-kernel finds a[r][k], row r of its tile at step k: packed in MR-row slivers, or in
 // place in the stored row-major A (leading dimension lda), as op(A) = A (`rows`: each tile row
 // contiguous in k) or op(A) = A^T (`columns`: the tile's rows side by side in one stored row per k,

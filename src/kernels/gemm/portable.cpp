@@ -14,6 +14,7 @@ namespace gpt::gemm_detail {
 namespace {
 
 constexpr int64_t kMR = 6, kNR = 16;
+static_assert(kFitsTheDriver<kMR, kNR>, "MC a multiple of MR, MR <= kMaxMR, MR x NR <= kMaxTile (kernel_family.h)");
 
 // kFlush: the bfloat16 arithmetic (A always packed).
 template <int kRows, ARead kRead, bool kFlush = false>

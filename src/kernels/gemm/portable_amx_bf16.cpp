@@ -15,6 +15,9 @@ namespace {
 
 bool always() { return true; }
 
+static_assert(kFitsTheDriver<amx::kMR, amx::kNR>,
+              "MC a multiple of MR, MR <= kMaxMR, MR x NR <= kMaxTile (kernel_family.h)");
+
 }  // namespace
 
 constinit const KernelFamily<uint32_t> kPortableAmxBf16{
