@@ -61,9 +61,19 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
   state.planned_iters = loop.planned_iters;
   state.elapsed_seconds = loop.elapsed_seconds;
   optimizer.set_step_count(loop.optimizer_step);
-  std::vector<int> counts, offsets;
-  all_shards(world, optimizer.shard(), counts, offsets);
+  const StoreRange shard = optimizer.shard();
+  const std::size_t floats = params.padded_floats();
+  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != floats) != 0;
   const std::vector<NamedBuffer> mine = optimizer.state();
+  if (!sharded) {  // every process holds the whole state: the root's copy, then one broadcast
+    for (std::size_t i = 0; i < mine.size(); ++i) {
+      if (world.is_root()) copy_values(mine[i].data, whole[i].data(), static_cast<int64_t>(floats));
+      world.broadcast(mine[i].data, floats * sizeof(float));
+    }
+    return;
+  }
+  std::vector<int> counts, offsets;
+  all_shards(world, shard, counts, offsets);
   for (std::size_t i = 0; i < mine.size(); ++i) world.scatter_v(whole[i].data(), mine[i].data, counts, offsets);
 }
 

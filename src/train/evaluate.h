@@ -29,7 +29,7 @@ struct EvalBatches {
 // shared among the world's processes and their losses added in batch order: the same bits for
 // any number of processes. nullopt when *stop_signal became non-zero on any process: every
 // process polls before each batch and all stop at the same one, so an evaluation of any length
-// (eval_iters up to 1e12) answers Ctrl-C within a batch.
+// (eval_iters up to 1e6) answers Ctrl-C within a batch.
 std::optional<double> estimate_loss(Gpt& model, Graph& graph, TokenView split, Split which, const EvalBatches& batches,
                                     Batch& scratch_batch, const World& world,
                                     const std::atomic<int>* stop_signal = nullptr);

@@ -78,7 +78,8 @@ void log_run_setup(const RunParts& run, const World& world, double tokens_per_it
       world.size(), world.hosts(), world.ranks_on_this_host(), omp_get_max_threads(),
       c.gradient_accumulation_steps / world.size(), c.gradient_accumulation_steps,
       static_cast<double>(run.sync->floats_exchanged_per_iteration()) * 4e-6,
-      c.zero_stage == 1 ? "sharded (ZeRO-1)" : "replicated");
+      run.optimizer->shard().size() < static_cast<int64_t>(run.model->params().padded_floats()) ? "sharded (ZeRO-1)"
+                                                                                                : "replicated");
 }
 
 nlohmann::ordered_json start_record(const RunParts& run, const World& world) {
@@ -178,6 +179,7 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
     const OptimizerState optimizer{run_.optimizer->name(), run_.optimizer->step_count(), run_.optimizer->state()};
     save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), s, optimizer);
   });
+  if (run_.resumed()) saver_->save_now(state_.iter_num, [] {});  // the resume point it was loaded from
   if (saver_watches_) saver_->publish(snapshot(state_.iter_num));
 }
 
@@ -200,7 +202,8 @@ TrainResult TrainingLoop::run() {
     if (budget_) keep_to_budget(iter);
   }
   if (reporter_) reporter_->clear_progress();
-  if (result_.stop_signal == 0 && saver_->last_saved_iter() != iter) {
+  // Rank 0's saver thread may have saved this iteration on its own: every process decides alike.
+  if (result_.stop_signal == 0 && world_.max(saver_->last_saved_iter() != iter ? 1 : 0) != 0) {
     save_resume(iter, true);
     read_clock();
     if (root()) spdlog::info("saved the last iteration to {}", resume_path(config_.out_dir));
@@ -350,8 +353,10 @@ StopSnapshot TrainingLoop::snapshot(int64_t next_iter) const {
 // The weights just evaluated become the run's model (rank 0 writes it), and a resume point.
 void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss) {
   const double save_start = now_;
-  if (root()) save_best_model(config_.out_dir, *run_.model, run_.data->vocab(), iter, val_loss);
+  // The resume point first: in a folder from before resume.safetensors, model.safetensors held the
+  // train state's name until now.
   if (iter > 0) save_resume(iter, true);
+  if (root()) save_best_model(config_.out_dir, *run_.model, run_.data->vocab(), iter, val_loss);
   read_clock();
   // At 0 the model alone is written: the budget plans with whole checkpoints.
   if (budget_ && iter > 0) budget_->record_save(now_ - save_start);
