@@ -90,9 +90,9 @@ TEST_F(Robustness, KilledAtRandomMomentsTheCheckpointAlwaysLoadsWhole) {
                                   {"--eval_interval", "1", "--always_save_checkpoint", "true", "--init_from",
                                    std::filesystem::exists(run_file(out, kResumeFile)) ? "resume" : "scratch"}),
                        dir.file("killed.log"));
-    // Once it has written its first checkpoint (so it is in the save-every-iteration loop), kill
-    // it at a random moment.
-    ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("killed.log"), "saved checkpoint"));
+    // Once it has written its first resume point (so it is in the save-every-iteration loop; the
+    // model alone at iteration 0 is not one), kill it at a random moment.
+    ASSERT_NO_FATAL_FAILURE(wait_for_log(dir.file("killed.log"), "model.safetensors and "));
     std::this_thread::sleep_for(std::chrono::microseconds(rng.below(80000)));
     child.signal(SIGKILL);
     EXPECT_EQ(child.wait(), 128 + SIGKILL) << read_whole_file(dir.file("killed.log"));
