@@ -56,29 +56,31 @@ void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab
   if (dtype == Dtype::bfloat16 && arithmetic != Bf16Arithmetic::automatic)
     writer.set_metadata("bf16_arithmetic", bf16_arithmetic_name(arithmetic));
 }
-void add_model_metadata(SafetensorsWriter& writer, const Gpt& model, const Vocab& vocab, Dtype dtype) {
-  add_model_metadata(writer, model, vocab, dtype, bf16_arithmetic());
+// The weights and metadata both checkpoint files of a run hold, at iteration `iter_num`.
+SafetensorsWriter run_weights_writer(const SavedModel& saved, int64_t iter_num) {
+  SafetensorsWriter weights;
+  add_weights(weights, saved.model);
+  add_model_metadata(weights, saved.model, saved.vocab, saved.model.matmul_dtype(), saved.arithmetic);
+  weights.set_metadata("iter_num", std::to_string(iter_num));
+  return weights;
 }
 
 }  // namespace
 
 std::string model_path(const std::string& out_dir) { return run_file(out_dir, kModelFile); }
 
-void save_best_model(const std::string& out_dir, Gpt& model, const Vocab& vocab, int64_t iter_num, double val_loss) {
+void save_best_model(const std::string& out_dir, const SavedModel& saved, int64_t iter_num, double val_loss) {
   create_out_dir(out_dir);
-  SafetensorsWriter weights;
-  add_weights(weights, model);
-  add_model_metadata(weights, model, vocab, model.matmul_dtype());
-  weights.set_metadata("iter_num", std::to_string(iter_num));
+  SafetensorsWriter weights = run_weights_writer(saved, iter_num);
   weights.set_metadata("val_loss", nlohmann::json(val_loss).dump());
   write_file_atomically(model_path(out_dir), weights.serialize());
 }
 
-void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState& state,
+void save_resume_point(const std::string& out_dir, const SavedModel& saved, const TrainingState& state,
                        const OptimizerState& optimizer_state) {
   create_out_dir(out_dir);
   SafetensorsWriter optimizer;
-  ParamStore& params = model.params();
+  ParamStore& params = saved.model.params();
   for (int i = 0; i < params.size(); ++i) {
     const auto& slot = params.slot(i);
     for (const NamedBuffer& buffer : optimizer_state.buffers)
@@ -98,11 +100,8 @@ void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& voca
   const std::string state_name = new_state_file_name(state.iter_num);
   write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
 
-  SafetensorsWriter weights;
-  add_weights(weights, model);
-  add_model_metadata(weights, model, vocab, model.matmul_dtype());
+  SafetensorsWriter weights = run_weights_writer(saved, state.iter_num);
   weights.set_metadata("train_state", state_name);
-  weights.set_metadata("iter_num", std::to_string(state.iter_num));
   // The manifest goes last; only then are older state files unreferenced and removed.
   write_file_atomically(run_file(out_dir, kResumeFile), weights.serialize());
   std::error_code ec;

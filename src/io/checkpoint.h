@@ -52,13 +52,21 @@ struct OptimizerState {
   std::vector<NamedBuffer> buffers;
 };
 
+// A training run's model as its checkpoint files record it: the weights, the vocabulary and the
+// bfloat16 arithmetic the run computes with (recorded for a bfloat16 model).
+struct SavedModel {
+  Gpt& model;
+  const Vocab& vocab;
+  Bf16Arithmetic arithmetic;
+};
+
 // Writes the weights as the run's model (model.safetensors), evaluated at `iter_num` with
 // `val_loss`, atomically.
-void save_best_model(const std::string& out_dir, Gpt& model, const Vocab& vocab, int64_t iter_num, double val_loss);
+void save_best_model(const std::string& out_dir, const SavedModel& saved, int64_t iter_num, double val_loss);
 
 // Writes the resume point (resume.safetensors and the train state it names) atomically, then
 // removes the train states no manifest names any more.
-void save_resume_point(const std::string& out_dir, Gpt& model, const Vocab& vocab, const TrainingState& state,
+void save_resume_point(const std::string& out_dir, const SavedModel& saved, const TrainingState& state,
                        const OptimizerState& optimizer);
 
 // Writes the model's weights alone (no training state), with the metadata sampling needs, to the

@@ -20,6 +20,12 @@ void all_shards(const World& world, StoreRange mine, std::vector<int>& counts, s
   }
 }
 
+// Whether any process holds less than the whole store's state (ZeRO-1); every process takes part.
+bool sharded(const World& world, const Optimizer& optimizer, std::size_t floats) {
+  const StoreRange shard = optimizer.shard();
+  return world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != floats) != 0;
+}
+
 }  // namespace
 
 std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std::size_t floats) {
@@ -31,11 +37,9 @@ std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std:
 OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer, std::size_t floats,
                                       std::vector<AlignedBuffer<float>>& whole) {
   OptimizerState state{optimizer.name(), optimizer.step_count(), optimizer.state()};
-  const StoreRange shard = optimizer.shard();
-  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != floats) != 0;
-  if (!sharded) return state;  // every process holds the whole state
+  if (!sharded(world, optimizer, floats)) return state;  // every process holds the whole state
   std::vector<int> counts, offsets;
-  all_shards(world, shard, counts, offsets);
+  all_shards(world, optimizer.shard(), counts, offsets);
   whole = whole_state_buffers(optimizer, world.is_root() ? floats : 0);
   for (std::size_t i = 0; i < state.buffers.size(); ++i) {
     world.gather_v(state.buffers[i].data, whole[i].data(), counts, offsets);
@@ -61,11 +65,9 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
   state.planned_iters = loop.planned_iters;
   state.elapsed_seconds = loop.elapsed_seconds;
   optimizer.set_step_count(loop.optimizer_step);
-  const StoreRange shard = optimizer.shard();
   const std::size_t floats = params.padded_floats();
-  const bool sharded = world.max(shard.begin != 0 || static_cast<std::size_t>(shard.end) != floats) != 0;
   const std::vector<NamedBuffer> mine = optimizer.state();
-  if (!sharded) {  // every process holds the whole state: the root's copy, then one broadcast
+  if (!sharded(world, optimizer, floats)) {  // every process holds the whole state: the root's copy, then one broadcast
     for (std::size_t i = 0; i < mine.size(); ++i) {
       if (world.is_root()) copy_values(mine[i].data, whole[i].data(), static_cast<int64_t>(floats));
       world.broadcast(mine[i].data, floats * sizeof(float));
@@ -73,7 +75,7 @@ void share_resumed_state(const World& world, ParamStore& params, TrainingState& 
     return;
   }
   std::vector<int> counts, offsets;
-  all_shards(world, shard, counts, offsets);
+  all_shards(world, optimizer.shard(), counts, offsets);
   for (std::size_t i = 0; i < mine.size(); ++i) world.scatter_v(whole[i].data(), mine[i].data, counts, offsets);
 }
 

@@ -120,6 +120,7 @@ class TrainingLoop {
   double read_clock() { return now_ = context_.clock.seconds(); }
   double elapsed() const { return elapsed_before_ + now_ - start_; }
   bool root() const { return context_.world.is_root(); }
+  SavedModel saved_model() const { return {*run_.model, run_.data->vocab(), arithmetic_}; }
 
   RunParts run_;
   TrainConfig& config_ = run_.config;  // max_time fixes max_iters and lr_decay_iters once measured
@@ -131,6 +132,7 @@ class TrainingLoop {
   const double elapsed_before_ = state_.elapsed_seconds;  // of the run's earlier parts, when resumed
   const double tokens_per_iter_;
   const StepSettings settings_;
+  const Bf16Arithmetic arithmetic_ = bf16_arithmetic();  // as set up for this run
   LrSchedule schedule_ = lr_schedule(config_);
   std::unique_ptr<RunReporter> reporter_;  // rank 0 only
   std::unique_ptr<BudgetPlanner> budget_;  // max_time only
@@ -177,7 +179,7 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
   saver_watches_ = root() && world_.distributed() && config_.zero_stage == 0 && context_.stop_signal;
   saver_ = std::make_unique<StopSaver>(saver_watches_ ? context_.stop_signal : nullptr, [this](const StopSnapshot& s) {
     const OptimizerState optimizer{run_.optimizer->name(), run_.optimizer->step_count(), run_.optimizer->state()};
-    save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), s, optimizer);
+    save_resume_point(config_.out_dir, saved_model(), s, optimizer);
   });
   if (run_.resumed()) saver_->save_now(state_.iter_num, [] {});  // the resume point it was loaded from
   if (saver_watches_) saver_->publish(snapshot(state_.iter_num));
@@ -356,7 +358,7 @@ void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss) {
   // The resume point first: in a folder from before resume.safetensors, model.safetensors held the
   // train state's name until now.
   if (iter > 0) save_resume(iter, true);
-  if (root()) save_best_model(config_.out_dir, *run_.model, run_.data->vocab(), iter, val_loss);
+  if (root()) save_best_model(config_.out_dir, saved_model(), iter, val_loss);
   read_clock();
   // At 0 the model alone is written: the budget plans with whole checkpoints.
   if (budget_ && iter > 0) budget_->record_save(now_ - save_start);
@@ -376,7 +378,7 @@ void TrainingLoop::save_resume(int64_t iter_num, bool eval_done) {
     std::vector<AlignedBuffer<float>> gathered;  // sharded state on the root, for this save only
     const OptimizerState optimizer =
         gather_optimizer_state(world_, *run_.optimizer, run_.model->params().padded_floats(), gathered);
-    if (root()) save_resume_point(config_.out_dir, *run_.model, run_.data->vocab(), state_, optimizer);
+    if (root()) save_resume_point(config_.out_dir, saved_model(), state_, optimizer);
   });
 }
 
