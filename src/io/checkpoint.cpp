@@ -73,7 +73,7 @@ void save_best_model(const std::string& out_dir, const SavedModel& saved, int64_
   create_out_dir(out_dir);
   SafetensorsWriter weights = run_weights_writer(saved, iter_num);
   weights.set_metadata("val_loss", nlohmann::json(val_loss).dump());
-  write_file_atomically(model_path(out_dir), weights.serialize());
+  weights.write_file(model_path(out_dir));
 }
 
 void save_resume_point(const std::string& out_dir, const SavedModel& saved, const TrainingState& state,
@@ -83,8 +83,14 @@ void save_resume_point(const std::string& out_dir, const SavedModel& saved, cons
   ParamStore& params = saved.model.params();
   for (int i = 0; i < params.size(); ++i) {
     const auto& slot = params.slot(i);
-    for (const NamedBuffer& buffer : optimizer_state.buffers)
-      optimizer.add(buffer.name + "." + slot.name, slot.shape, buffer.data + slot.offset);
+    for (std::size_t b = 0; b < optimizer_state.buffers.size(); ++b) {
+      const NamedBuffer& buffer = optimizer_state.buffers[b];
+      const std::string name = buffer.name + "." + slot.name;
+      if (optimizer_state.fetch)
+        optimizer.add(name, slot.shape, [&fetch = optimizer_state.fetch, b, i] { return fetch(b, i); });
+      else
+        optimizer.add(name, slot.shape, buffer.data + slot.offset);
+    }
   }
   const nlohmann::json loop = {{"iter_num", state.iter_num},
                                {"eval_done", state.eval_done},
@@ -98,12 +104,12 @@ void save_resume_point(const std::string& out_dir, const SavedModel& saved, cons
   optimizer.set_metadata("optimizer_step", std::to_string(optimizer_state.step));
   optimizer.set_metadata("train_config", state.train_config.dump());
   const std::string state_name = new_state_file_name(state.iter_num);
-  write_file_atomically((fs::path(out_dir) / state_name).string(), optimizer.serialize());
+  optimizer.write_file((fs::path(out_dir) / state_name).string());
 
   SafetensorsWriter weights = run_weights_writer(saved, state.iter_num);
   weights.set_metadata("train_state", state_name);
   // The manifest goes last; only then are older state files unreferenced and removed.
-  write_file_atomically(run_file(out_dir, kResumeFile), weights.serialize());
+  weights.write_file(run_file(out_dir, kResumeFile));
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(out_dir, ec)) {
     const std::string name = entry.path().filename().string();
@@ -126,7 +132,7 @@ void export_model(Gpt& model, const Vocab& vocab, Dtype dtype, Bf16Arithmetic ar
       writer.add(params.slot(i).name, params.slot(i).shape, data);
   }
   add_model_metadata(writer, model, vocab, dtype == Dtype::bfloat16 ? dtype : model.matmul_dtype(), arithmetic);
-  write_file_atomically(path, writer.serialize());
+  writer.write_file(path);
 }
 
 LoadedModel load_model(const std::string& path_or_dir) {

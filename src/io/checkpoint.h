@@ -19,6 +19,7 @@
 // already complete on disk, so a crash at any instant leaves one consistent resume point.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +51,10 @@ struct OptimizerState {
   std::string name;
   int64_t step = 0;
   std::vector<NamedBuffer> buffers;
+  // When set, a save asks here for buffer b's floats over parameter slot s instead of reading
+  // buffers[b].data (which may then be null): a state sharded over processes is gathered one
+  // tensor at a time, in the file's order (slot by slot, each slot's buffers in order).
+  std::function<const float*(std::size_t buffer, int slot)> fetch = nullptr;
 };
 
 // A training run's model as its checkpoint files record it: the weights, the vocabulary and the

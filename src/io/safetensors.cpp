@@ -24,42 +24,68 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }  // namespace
 
 void SafetensorsWriter::add(const std::string& name, const Shape& shape, const float* data) {
-  items_.push_back({name, shape, data, {}});
+  add(name, shape, [data] { return data; });
+}
+
+void SafetensorsWriter::add(const std::string& name, const Shape& shape, Source source) {
+  items_.push_back({name, shape, std::move(source), false});
 }
 
 void SafetensorsWriter::add_bfloat16(const std::string& name, const Shape& shape, const float* data) {
-  std::vector<uint16_t> rounded(static_cast<std::size_t>(shape.numel()));
-  for (std::size_t i = 0; i < rounded.size(); ++i) rounded[i] = round_to_bfloat16(data[i]);
-  items_.push_back({name, shape, nullptr, std::move(rounded)});
+  items_.push_back({name, shape, [data] { return data; }, true});
 }
 
-std::string SafetensorsWriter::serialize() const {
+std::string SafetensorsWriter::header() const {
   nlohmann::ordered_json header = nlohmann::ordered_json::object();
   if (!metadata_.empty()) header["__metadata__"] = metadata_;
   std::size_t offset = 0;
   for (const Item& item : items_) {
     std::vector<int64_t> dims(item.shape.dims, item.shape.dims + item.shape.rank);
-    const bool bf16 = item.data == nullptr;
-    const std::size_t bytes = static_cast<std::size_t>(item.shape.numel()) * (bf16 ? sizeof(uint16_t) : sizeof(float));
-    header[item.name] = {{"dtype", bf16 ? "BF16" : "F32"}, {"shape", dims}, {"data_offsets", {offset, offset + bytes}}};
+    const std::size_t bytes =
+        static_cast<std::size_t>(item.shape.numel()) * (item.bfloat16 ? sizeof(uint16_t) : sizeof(float));
+    header[item.name] = {
+        {"dtype", item.bfloat16 ? "BF16" : "F32"}, {"shape", dims}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   std::string json = header.dump();
   // Pad with spaces so the data section starts 8-byte aligned, as the Python library does.
   json.append((8 - (json.size() % 8)) % 8, ' ');
   std::string out;
-  out.reserve(8 + json.size() + offset);
-  uint64_t n = json.size();
+  const uint64_t n = json.size();
   for (int i = 0; i < 8; ++i) out += static_cast<char>((n >> (8 * i)) & 0xFF);
-  out += json;
+  return out + json;
+}
+
+void SafetensorsWriter::write(const Sink& sink) const {
   static_assert(std::endian::native == std::endian::little, "safetensors data is little-endian");
+  sink(header());
+  std::vector<uint16_t> rounded;  // bfloat16s, a block at a time
+  constexpr std::size_t kBlock = 1 << 14;
   for (const Item& item : items_) {
-    if (item.data)
-      out.append(reinterpret_cast<const char*>(item.data),
-                 static_cast<std::size_t>(item.shape.numel()) * sizeof(float));
-    else
-      out.append(reinterpret_cast<const char*>(item.bfloat16s.data()), item.bfloat16s.size() * sizeof(uint16_t));
+    const float* data = item.source();
+    const auto numel = static_cast<std::size_t>(item.shape.numel());
+    if (!item.bfloat16) {
+      sink({reinterpret_cast<const char*>(data), numel * sizeof(float)});
+      continue;
+    }
+    rounded.resize(std::min(numel, kBlock));
+    for (std::size_t begin = 0; begin < numel; begin += kBlock) {
+      const std::size_t count = std::min(kBlock, numel - begin);
+      for (std::size_t i = 0; i < count; ++i) rounded[i] = round_to_bfloat16(data[begin + i]);
+      sink({reinterpret_cast<const char*>(rounded.data()), count * sizeof(uint16_t)});
+    }
   }
+}
+
+void SafetensorsWriter::write_file(const std::string& path) const {
+  AtomicFileWriter file(path);
+  write([&file](std::string_view bytes) { file.write(bytes); });
+  file.commit();
+}
+
+std::string SafetensorsWriter::serialize() const {
+  std::string out;
+  write([&out](std::string_view bytes) { out += bytes; });
   return out;
 }
 

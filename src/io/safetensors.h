@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <string_view>
@@ -17,23 +18,37 @@
 
 namespace gpt {
 
+// Written as a stream: the header first, then each tensor's bytes as the file reaches it, so a
+// file never exists whole in memory (a checkpoint's optimizer state is twice the weights).
 class SafetensorsWriter {
  public:
-  // F32: the floats as they are (`data` must outlive serialize()).
+  // Asked for a tensor's floats when the file reaches it (once, in the order tensors were added):
+  // a tensor gathered from other processes need not exist before.
+  using Source = std::function<const float*()>;
+  // Receives the file's bytes in order.
+  using Sink = std::function<void(std::string_view bytes)>;
+
+  // F32: the floats as they are (`data` must outlive the writing).
   void add(const std::string& name, const Shape& shape, const float* data);
+  void add(const std::string& name, const Shape& shape, Source source);
   // BF16: each float rounded to the nearest bfloat16 (ties to even, subnormals to signed zero),
   // as dtype "bfloat16" rounds the inputs of matrix products.
   void add_bfloat16(const std::string& name, const Shape& shape, const float* data);
   void set_metadata(const std::string& key, const std::string& value) { metadata_[key] = value; }
+
+  void write(const Sink& sink) const;
+  // The file at `path`, atomically (core/atomic_file.h).
+  void write_file(const std::string& path) const;
   std::string serialize() const;
 
  private:
   struct Item {
     std::string name;
     Shape shape;
-    const float* data;                // F32
-    std::vector<uint16_t> bfloat16s;  // BF16 when data is null
+    Source source;
+    bool bfloat16 = false;
   };
+  std::string header() const;
   std::vector<Item> items_;
   std::map<std::string, std::string> metadata_;
 };

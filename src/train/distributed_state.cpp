@@ -1,5 +1,8 @@
 #include "train/distributed_state.h"
 
+#include <algorithm>
+
+#include "core/check.h"
 #include "core/copy_values.h"
 
 namespace gpt {
@@ -34,18 +37,49 @@ std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std:
   return whole;
 }
 
-OptimizerState gather_optimizer_state(const World& world, Optimizer& optimizer, std::size_t floats,
-                                      std::vector<AlignedBuffer<float>>& whole) {
-  OptimizerState state{optimizer.name(), optimizer.step_count(), optimizer.state()};
-  if (!sharded(world, optimizer, floats)) return state;  // every process holds the whole state
+SavedOptimizerState::SavedOptimizerState(const World& world, Optimizer& optimizer, const ParamStore& params)
+    : world_(world),
+      params_(params),
+      state_{optimizer.name(), optimizer.step_count(), optimizer.state(), nullptr},
+      mine_(optimizer.shard()) {
+  if (!sharded(world, optimizer, params.padded_floats())) return;  // every process holds the whole state
   std::vector<int> counts, offsets;
-  all_shards(world, optimizer.shard(), counts, offsets);
-  whole = whole_state_buffers(optimizer, world.is_root() ? floats : 0);
-  for (std::size_t i = 0; i < state.buffers.size(); ++i) {
-    world.gather_v(state.buffers[i].data, whole[i].data(), counts, offsets);
-    state.buffers[i].data = whole[i].data();
+  all_shards(world, mine_, counts, offsets);
+  for (std::size_t r = 0; r < counts.size(); ++r) shards_.push_back({offsets[r], offsets[r] + counts[r]});
+  counts_.resize(shards_.size());
+  offsets_.resize(shards_.size());
+  int64_t largest = 0;
+  for (int i = 0; i < params.size(); ++i) largest = std::max(largest, params.slot(i).shape.numel());
+  if (world.is_root()) tensor_ = AlignedBuffer<float>(static_cast<std::size_t>(largest));
+  tensors_ = params.size() * static_cast<int64_t>(state_.buffers.size());
+  state_.fetch = [this](std::size_t buffer, int slot) { return gather(buffer, slot); };
+}
+
+const float* SavedOptimizerState::gather(std::size_t buffer, int slot) {
+  const auto buffers = static_cast<int64_t>(state_.buffers.size());
+  GPT_CHECK(gathered_ == slot * buffers + static_cast<int64_t>(buffer),
+            "a sharded optimizer state is gathered in the file's order");
+  ++gathered_;
+  const auto begin = static_cast<int64_t>(params_.slot(slot).offset);
+  const int64_t end = begin + params_.slot(slot).shape.numel();
+  const auto overlap = [&](StoreRange shard) {
+    return StoreRange{std::clamp(shard.begin, begin, end), std::clamp(shard.end, begin, end)};
+  };
+  for (std::size_t r = 0; r < shards_.size(); ++r) {
+    const StoreRange part = overlap(shards_[r]);
+    counts_[r] = static_cast<int>(std::max<int64_t>(part.size(), 0));
+    offsets_[r] = static_cast<int>(part.begin - begin);
   }
-  return state;
+  const StoreRange part = overlap(mine_);
+  const float* mine = state_.buffers[buffer].data + (part.size() > 0 ? part.begin - mine_.begin : 0);
+  world_.gather_v(mine, tensor_.data(), counts_, offsets_);
+  return tensor_.data();
+}
+
+void SavedOptimizerState::finish() {
+  const auto buffers = static_cast<int64_t>(state_.buffers.size());
+  while (gathered_ < tensors_)
+    gather(static_cast<std::size_t>(gathered_ % buffers), static_cast<int>(gathered_ / buffers));
 }
 
 void share_resumed_state(const World& world, ParamStore& params, TrainingState& state, Optimizer& optimizer,

@@ -375,10 +375,9 @@ void TrainingLoop::save_resume(int64_t iter_num, bool eval_done) {
     state_.eval_done = eval_done;
     state_.train_config = to_json(config_);
     state_.elapsed_seconds = elapsed();
-    std::vector<AlignedBuffer<float>> gathered;  // sharded state on the root, for this save only
-    const OptimizerState optimizer =
-        gather_optimizer_state(world_, *run_.optimizer, run_.model->params().padded_floats(), gathered);
-    if (root()) save_resume_point(config_.out_dir, saved_model(), state_, optimizer);
+    SavedOptimizerState optimizer(world_, *run_.optimizer, run_.model->params());
+    if (root()) save_resume_point(config_.out_dir, saved_model(), state_, optimizer.state());
+    optimizer.finish();
   });
 }
 
