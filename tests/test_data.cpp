@@ -86,6 +86,15 @@ void overwrite_byte(const std::string& path, std::streamoff offset, unsigned cha
   file.put(static_cast<char>(value));
 }
 
+// The process's resident pages backed by files (its maps of them), from /proc/self/status.
+int64_t resident_file_kib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind("RssFile:", 0) == 0) return std::stoll(line.substr(8));
+  ADD_FAILURE() << "no RssFile in /proc/self/status";
+  return 0;
+}
+
 ino_t inode_of(const std::string& path) {
   struct stat info {};
   ::stat(path.c_str(), &info);
@@ -324,6 +333,27 @@ TEST_F(Prepare, RemappingADamagedDatasetIsAnInputError) {
   overwrite_byte(out + "/val.bin", 7, 200);
   EXPECT_THROW(tokens_in_vocab(out, model, "val"), UserError);
   EXPECT_THROW(Dataset::open_prepared(out).use_vocab(model, "fine-tuning"), UserError);
+}
+
+// Reading every window of a 64 MiB token file leaves none of it in the process's resident memory:
+// training's memory does not grow with the corpus, however long it reads. (A memory map would
+// count every page read as the process's own, RssFile, up to the whole file.)
+TEST_F(Prepare, ReadingATokenFileLeavesNoneOfItResident) {
+  const std::string out = dir.file("p");
+  prepare_and_open(spec_for(corpus), out);
+  const int64_t tokens = int64_t{64} << 20;
+  nlohmann::json meta = nlohmann::json::parse(file_bytes(out + "/meta.json"));
+  meta["token_type"] = "uint8";
+  meta["train_tokens"] = tokens;
+  dir.write("p/meta.json", meta.dump());
+  dir.write("p/train.bin", std::string(static_cast<std::size_t>(tokens), '\1'));
+  const Dataset d = Dataset::open_prepared(out);
+  std::vector<int32_t> window(1 << 20);
+  const int64_t before = resident_file_kib();
+  for (int64_t begin = 0; begin < tokens; begin += static_cast<int64_t>(window.size()))
+    d.train().copy(begin, static_cast<int64_t>(window.size()), window.data());
+  EXPECT_EQ(window.back(), 1);
+  EXPECT_LT(resident_file_kib() - before, 8 << 10) << "KiB of train.bin stayed resident";
 }
 
 // tokens * bytes wraps to 0 for 2^62 uint32 tokens: an empty train.bin must not pass for them.

@@ -30,8 +30,8 @@ fi
 mb() { du -sb "$1" | awk '{printf "%.1f", $1 / 1e6}'; }
 
 # measure COMMAND...: "seconds anon_MB file_MB" of one run: wall time, and the peaks of the
-# process's private memory (RssAnon) and of the file pages it has mapped (RssFile: the corpus's
-# memory map, page cache the kernel can reclaim at any time), sampled every 20 ms. The page
+# process's private memory (RssAnon) and of the file pages it has mapped (RssFile: the binary and
+# its libraries; the corpus is read, not mapped), sampled every 20 ms. The page
 # cache is warm: the corpus was just written or read.
 measure() {
   local start anon=0 file=0 a f
@@ -64,8 +64,8 @@ read -r s m f < <(measure "$gpt" prepare --data "$work/1gb.txt" --out "$work/pre
 row "gpt prepare --vocab bytes, 2 threads" "1 file, $(mb "$work/1gb.txt") MB" "$s" "$m" "$f"
 
 # Start-up: everything before the first training step, with the CPU recipe's model; one
-# iteration and one evaluation batch, no checkpoint written. Then 200 iterations: the private
-# memory stays put while the mapped pages grow with the windows read.
+# iteration and one evaluation batch, no checkpoint written. Then 200 iterations: neither memory
+# grows with the windows read (they are read into the batch, not mapped).
 start=(train --config configs/shakespeare_char_cpu.json --max_iters 1 --eval_iters 1 --eval_interval 1000000
        --out_dir "$work/run")
 train_row() {

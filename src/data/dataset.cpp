@@ -82,18 +82,18 @@ Dataset Dataset::open_prepared(const std::string& folder) {
   d.folder_ = folder;
   d.manifest_ = read_manifest(folder);
   const int bytes = token_bytes(d.manifest_.token_type);
-  auto map_split = [&](const char* name, int64_t tokens, MappedFile& file, TokenView& view) {
+  auto open_split = [&](const char* name, int64_t tokens, TokenFile& file, TokenView& view) {
     const std::string path = (fs::path(folder) / name).string();
-    file = MappedFile(path);
+    file = TokenFile(path);
     // Dividing, not multiplying: a hostile count times the width could wrap to the file's size.
     if (tokens < 0 || file.size() % bytes != 0 || file.size() / bytes != static_cast<uint64_t>(tokens))
       throw UserError(path + ": " + std::to_string(file.size()) + " bytes, but " + kManifestName + " says " +
                       std::to_string(tokens) + " " + to_string(d.manifest_.token_type) +
                       " tokens; the dataset is incomplete or was modified: prepare it again");
-    view = TokenView(file.data(), d.manifest_.token_type, tokens, d.manifest_.vocab.size(), file.path());
+    view = TokenView(file, d.manifest_.token_type, tokens, d.manifest_.vocab.size());
   };
-  map_split(kTrainTokensName, d.manifest_.train_tokens, d.train_file_, d.train_);
-  map_split(kValTokensName, d.manifest_.val_tokens, d.val_file_, d.val_);
+  open_split(kTrainTokensName, d.manifest_.train_tokens, d.train_file_, d.train_);
+  open_split(kValTokensName, d.manifest_.val_tokens, d.val_file_, d.val_);
   return d;
 }
 

@@ -1,4 +1,4 @@
-// Dataset: the token ids of a run's training and validation splits, memory-mapped from a prepared
+// Dataset: the token ids of a run's training and validation splits, read window by window from a prepared
 // dataset (see dataset_manifest.h), and nanoGPT's get_batch (random windows of block_size + 1).
 // data_path may name a prepared dataset (used as it is), a text file or a folder of text files:
 // those are prepared once into a cache folder and reused while the sources are unchanged.
@@ -57,7 +57,7 @@ class Dataset {
  private:
   std::string folder_;
   DatasetManifest manifest_;
-  MappedFile train_file_, val_file_;
+  TokenFile train_file_, val_file_;
   std::vector<int32_t> remapped_train_, remapped_val_;
   TokenView train_, val_;
 };

@@ -1,7 +1,6 @@
 #include "data/token_file.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -48,7 +47,38 @@ void widen(const void* data, int64_t begin, int64_t count, int32_t* out) {
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<int32_t>(source[i]);
 }
 
+// out holds `count` ids of T packed at its start; widened from the last, each id is read before
+// the int32 written over its bytes (4 i >= i sizeof(T)).
+template <class T>
+void widen_in_place(int64_t count, int32_t* out) {
+  const auto* bytes = reinterpret_cast<const unsigned char*>(out);
+  for (int64_t i = count - 1; i >= 0; --i) {
+    T id;
+    std::memcpy(&id, bytes + i * static_cast<int64_t>(sizeof(T)), sizeof(T));
+    out[i] = static_cast<int32_t>(id);
+  }
+}
+
+// bytes [offset, offset + count) of the file into out, whole; UserError naming it otherwise.
+void read_window(int fd, const std::string& path, int64_t offset, int64_t count, void* out) {
+  auto* at = static_cast<char*>(out);
+  while (count > 0) {
+    const ssize_t n = ::pread(fd, at, static_cast<std::size_t>(count), offset);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0)
+      throw UserError(path + ": cannot read " + std::to_string(count) + " bytes at offset " + std::to_string(offset) +
+                          ": " + (n < 0 ? std::strerror(errno) : "the file is shorter than when it was opened"),
+                      ExitCode::runtime);
+    at += n;
+    offset += n;
+    count -= n;
+  }
+}
+
 }  // namespace
+
+TokenView::TokenView(const TokenFile& file, TokenType type, int64_t size, int64_t vocab_size)
+    : fd_(file.descriptor()), type_(type), size_(size), vocab_size_(vocab_size), origin_(file.path()) {}
 
 int32_t TokenView::operator[](int64_t i) const {
   int32_t id = 0;
@@ -58,16 +88,23 @@ int32_t TokenView::operator[](int64_t i) const {
 
 void TokenView::copy(int64_t begin, int64_t count, int32_t* out) const {
   GPT_CHECK(begin >= 0 && count >= 0 && begin + count <= size_, "token range out of bounds");
-  switch (type_) {
-    case TokenType::u8:
-      widen<uint8_t>(data_, begin, count, out);
-      break;
-    case TokenType::u16:
-      widen<uint16_t>(data_, begin, count, out);
-      break;
-    case TokenType::u32:
-      widen<uint32_t>(data_, begin, count, out);
-      break;
+  if (fd_ >= 0) {
+    const int width = token_bytes(type_);
+    read_window(fd_, *origin_, begin * width, count * width, out);
+    if (type_ == TokenType::u8) widen_in_place<uint8_t>(count, out);
+    if (type_ == TokenType::u16) widen_in_place<uint16_t>(count, out);
+  } else {
+    switch (type_) {
+      case TokenType::u8:
+        widen<uint8_t>(data_, begin, count, out);
+        break;
+      case TokenType::u16:
+        widen<uint16_t>(data_, begin, count, out);
+        break;
+      case TokenType::u32:
+        widen<uint32_t>(data_, begin, count, out);
+        break;
+    }
   }
   if (vocab_size_ > 0) check_ids(begin, count, out);
 }
@@ -93,40 +130,30 @@ std::vector<int32_t> TokenView::to_vector(int64_t begin, int64_t count) const {
   return ids;
 }
 
-MappedFile::MappedFile(const std::string& path) : path_(std::make_unique<const std::string>(path)) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw UserError(path + ": cannot open for reading: " + std::strerror(errno));
+TokenFile::TokenFile(const std::string& path) : path_(std::make_unique<const std::string>(path)) {
+  fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) throw UserError(path + ": cannot open for reading: " + std::strerror(errno));
   struct stat info {};
-  if (::fstat(fd, &info) != 0) {
+  if (::fstat(fd_, &info) != 0) {
     const int error = errno;
-    ::close(fd);
+    ::close(fd_);
     throw UserError(path + ": cannot read its size: " + std::strerror(error));
   }
   size_ = static_cast<std::size_t>(info.st_size);
-  if (size_ > 0) {
-    data_ = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (data_ == MAP_FAILED) {
-      const int error = errno;
-      data_ = nullptr;
-      ::close(fd);
-      throw UserError(path + ": cannot map into memory: " + std::strerror(error), ExitCode::runtime);
-    }
-  }
-  if (data_) ::madvise(data_, size_, MADV_RANDOM);  // batches are random windows: no readahead
-  ::close(fd);                                      // the mapping keeps the file
+  ::posix_fadvise(fd_, 0, 0, POSIX_FADV_RANDOM);  // batches are random windows: no readahead
 }
 
-MappedFile::~MappedFile() {
-  if (data_) ::munmap(data_, size_);
+TokenFile::~TokenFile() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
-MappedFile::MappedFile(MappedFile&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
+TokenFile::TokenFile(TokenFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), size_(std::exchange(other.size_, 0)), path_(std::move(other.path_)) {}
 
-MappedFile& MappedFile::operator=(MappedFile&& other) noexcept {
+TokenFile& TokenFile::operator=(TokenFile&& other) noexcept {
   if (this != &other) {
-    if (data_) ::munmap(data_, size_);
-    data_ = std::exchange(other.data_, nullptr);
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
     size_ = std::exchange(other.size_, 0);
     path_ = std::move(other.path_);
   }
