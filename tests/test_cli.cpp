@@ -247,7 +247,7 @@ TEST_F(Cli, PrepareThenTrainOnTheDatasetAndEvaluateItsSplits) {
       << prep.output;
   const CommandResult train = run_gpt("train --config " + tiny() + " --data_path " + prepared);
   ASSERT_EQ(train.exit_code, 0) << train.output;
-  EXPECT_NE(train.output.find("memory-mapped from " + prepared), std::string::npos) << train.output;
+  EXPECT_NE(train.output.find("token files in " + prepared), std::string::npos) << train.output;
   const CommandResult val = run_gpt("eval --out_dir " + dir.file("out") + " --data " + prepared + " --json", true);
   ASSERT_EQ(val.exit_code, 0) << val.output;
   EXPECT_EQ(nlohmann::json::parse(val.output)["tokens"].get<int64_t>(), (n - n_train - 1) / 8 * 8);

@@ -64,7 +64,7 @@ void log_run_setup(const RunParts& run, const World& world, double tokens_per_it
                run.model->params().parameter_count(), c.model.n_layer, c.model.n_head, c.model.n_embd,
                c.model.block_size, run.data->vocab().size(), run.optimizer->name());
   spdlog::info("{}", describe_matmul(c.dtype));
-  spdlog::info("data: {} train / {} val tokens ({}, vocab {}) from {}, memory-mapped from {}; {} tokens per iteration",
+  spdlog::info("data: {} train / {} val tokens ({}, vocab {}) from {}, token files in {}; {} tokens per iteration",
                run.data->train().size(), run.data->val().size(), to_string(run.data->manifest().token_type),
                to_string(run.data->vocab().kind()), c.data_path, run.data->folder(),
                static_cast<int64_t>(tokens_per_iter));
