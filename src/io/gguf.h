@@ -43,8 +43,7 @@ class GgufFile {
   // A tensor of `values` (row-major, PyTorch's shape, e.g. a Linear weight [out, in]) stored as
   // `type`. GGUF lists dimensions innermost first, so [out, in] is written as ne = {in, out}.
   // Q8_0 needs a row length divisible by 32.
-  void add_tensor(const std::string& name, const std::vector<int64_t>& shape, const float* values,
-                  GgufTensorType type);
+  void add_tensor(const std::string& name, const std::vector<int64_t>& shape, const float* values, GgufTensorType type);
 
   int64_t tensor_count() const { return static_cast<int64_t>(tensors_.size()); }
   int64_t metadata_count() const { return metadata_count_; }

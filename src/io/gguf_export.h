@@ -44,7 +44,6 @@ GgufFile gguf_from_model(Gpt& model, const Vocab& vocab, GgufTensorType type, co
 
 // Refuses (UserError, exit 2, every blocking key named, nothing written) or writes the file
 // atomically.
-void export_gguf(Gpt& model, const Vocab& vocab, GgufTensorType type, const std::string& name,
-                 const std::string& path);
+void export_gguf(Gpt& model, const Vocab& vocab, GgufTensorType type, const std::string& name, const std::string& path);
 
 }  // namespace gpt
