@@ -268,11 +268,11 @@ TEST(Gguf, Gpt2TensorsNamesShapesLayoutAndZeroBiases) {
   const ParsedGguf g = export_and_parse(model);
   const int64_t C = 64, qkv = 64 + 2 * 2 * 16;
   const std::map<std::string, std::vector<uint64_t>> shapes = {
-      {"token_embd.weight", {64, 6}},       {"position_embd.weight", {64, 16}},   {"output_norm.weight", {64}},
-      {"output_norm.bias", {64}},           {"blk.1.attn_norm.weight", {64}},     {"blk.1.attn_norm.bias", {64}},
-      {"blk.1.attn_qkv.weight", {64, 128}}, {"blk.1.attn_qkv.bias", {128}},       {"blk.1.attn_output.weight", {64, 64}},
-      {"blk.1.attn_output.bias", {64}},     {"blk.1.ffn_norm.weight", {64}},      {"blk.1.ffn_norm.bias", {64}},
-      {"blk.1.ffn_up.weight", {64, 256}},   {"blk.1.ffn_up.bias", {256}},         {"blk.1.ffn_down.weight", {256, 64}},
+      {"token_embd.weight", {64, 6}},       {"position_embd.weight", {64, 16}}, {"output_norm.weight", {64}},
+      {"output_norm.bias", {64}},           {"blk.1.attn_norm.weight", {64}},   {"blk.1.attn_norm.bias", {64}},
+      {"blk.1.attn_qkv.weight", {64, 128}}, {"blk.1.attn_qkv.bias", {128}},     {"blk.1.attn_output.weight", {64, 64}},
+      {"blk.1.attn_output.bias", {64}},     {"blk.1.ffn_norm.weight", {64}},    {"blk.1.ffn_norm.bias", {64}},
+      {"blk.1.ffn_up.weight", {64, 256}},   {"blk.1.ffn_up.bias", {256}},       {"blk.1.ffn_down.weight", {256, 64}},
       {"blk.1.ffn_down.bias", {64}}};
   for (const auto& [name, ne] : shapes) {
     ASSERT_TRUE(g.tensors.count(name)) << name;
@@ -320,7 +320,8 @@ TEST(Gguf, LlamaTensorsSplitQkvAndGateUpAndInterleaveQAndK) {
       }
   EXPECT_EQ(floats(g.tensors.at("blk.1.attn_k.weight").data, 2 * hs * C), interleave_rope_rows(k, 2, hs, C));
   EXPECT_EQ(floats(g.tensors.at("blk.1.attn_v.weight").data, 2 * hs * C), std::vector<float>(v, v + 2 * hs * C));
-  EXPECT_EQ(floats(g.tensors.at("blk.1.ffn_gate.weight").data, F * C), std::vector<float>(b.c_fc.weight.data, b.c_fc.weight.data + F * C));
+  EXPECT_EQ(floats(g.tensors.at("blk.1.ffn_gate.weight").data, F * C),
+            std::vector<float>(b.c_fc.weight.data, b.c_fc.weight.data + F * C));
   EXPECT_EQ(floats(g.tensors.at("blk.1.ffn_up.weight").data, F * C),
             std::vector<float>(b.c_fc.weight.data + F * C, b.c_fc.weight.data + 2 * F * C));
 }
@@ -444,7 +445,8 @@ TEST(Gguf, TokensEscapeAsLlamaCppUnescapesThem) {
     const std::string one(1, static_cast<char>(b));
     EXPECT_EQ(unescape_rwkv(rwkv_escape(one)), one) << b;
   }
-  for (const char* s : {"\u00e9", "\u2014", "\u2019", "\U0001F600", "a\\b"}) EXPECT_EQ(unescape_rwkv(rwkv_escape(s)), s);
+  for (const char* s : {"\u00e9", "\u2014", "\u2019", "\U0001F600", "a\\b"})
+    EXPECT_EQ(unescape_rwkv(rwkv_escape(s)), s);
 }
 
 TEST(Gguf, RefusalsNameEveryBlockingKeyAndWriteNoFile) {

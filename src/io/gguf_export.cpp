@@ -147,13 +147,19 @@ void add_llama_blocks(TensorWriter& out, const GptConfig& c, const GptWeights& w
   }
 }
 
+std::string shortest(double x) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", x);
+  return text;
+}
+
 }  // namespace
 
 std::vector<std::string> gguf_refusals(const GptConfig& c) {
   std::vector<std::string> why;
   if (c.logit_softcap > 0)
     why.push_back(
-        "logit_softcap " + std::to_string(c.logit_softcap) +
+        "logit_softcap " + shortest(c.logit_softcap) +
         ": llama.cpp's gpt2, llama and qwen3 architectures do not cap the logits (train with logit_softcap 0)");
   if (c.mlp == Activation::relu2)
     why.push_back(
