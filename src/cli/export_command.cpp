@@ -46,8 +46,10 @@ int run_gguf_export(const ExportOptions& options) {
   const std::string name = std::filesystem::absolute(folder).filename().string();
   export_gguf(*loaded.model, loaded.vocab, type, name.empty() ? "gpt" : name, out);
   spdlog::info(
-      "wrote {} ({:.1f} MiB, llama.cpp architecture {}, {} weights); run it with llama-cli -m {} -no-cnv -p ...", out,
-      mebibytes(out), gguf_architecture(loaded.model->config()), gguf_tensor_type_name(type), out);
+      "wrote {} ({:.1f} MiB, llama.cpp architecture {}, {} weights); run it in llama.cpp, e.g. llama-server -m {} -c "
+      "{} (docs/checkpoints.md)",
+      out, mebibytes(out), gguf_architecture(loaded.model->config()), gguf_tensor_type_name(type), out,
+      loaded.model->config().block_size);
   return 0;
 }
 
