@@ -2,6 +2,8 @@
 // tiny train -> eval round trip.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -26,6 +28,14 @@ class Cli : public ::testing::Test {
   ScratchDir dir;
   std::string corpus = dir.write("corpus.txt", generated_corpus(8000));
   std::string config(const std::string& json) { return dir.write("config.json", json); }
+  // The corpus's first characters: a prompt in its alphabet, shorter than the tiny block_size.
+  std::string corpus_prompt() const {
+    const std::string text = read_text(corpus);
+    std::string prompt;
+    for (char c : text.substr(0, 4))
+      if (c != '\'' && c != '\n') prompt.push_back(c);
+    return prompt;
+  }
   // A valid tiny config with `extra` spliced in.
   std::string tiny(const std::string& extra = "") {
     return config("{\"data_path\": \"" + corpus + "\", \"out_dir\": \"" + dir.file("out") +
@@ -182,6 +192,56 @@ TEST_F(Cli, ExportWritesBfloat16LinearsThatSampleAsTheCheckpointDoesInBfloat16) 
   expect_error("export --out_dir " + out + " --dtype float16", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
   expect_error("export --out_dir " + out + " --out " + out + "/model.safetensors", 2, {"is the checkpoint"});
   expect_error("export --out_dir " + dir.file("none"), 2, {"no checkpoint"});
+}
+
+// --format gguf writes a GGUF file (tests/test_gguf.cpp checks its contents, tools/check_gguf.sh runs
+// it in llama.cpp), or refuses a model llama.cpp cannot run with exit code 2 and no file; sample
+// --logprobs writes what check_gguf.sh compares: a row of log-probabilities per position.
+TEST_F(Cli, ExportGgufAndSampleLogprobs) {
+  ASSERT_EQ(run_gpt("train --config " + tiny()).exit_code, 0);
+  const std::string out = dir.file("out"), gguf = dir.file("model.gguf");
+  const CommandResult r = run_gpt("export --out_dir " + out + " --format gguf --tensor_type q8_0 --out " + gguf);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("llama.cpp architecture gpt2, Q8_0 weights"), std::string::npos) << r.output;
+  EXPECT_EQ(read_text(gguf).substr(0, 4), "GGUF");
+  ASSERT_EQ(run_gpt("export --out_dir " + out + " --format gguf --quiet").exit_code, 0);
+  EXPECT_TRUE(std::filesystem::exists(out + "/model-f32.gguf"));
+  expect_error("export --out_dir " + out + " --format gguf --tensor_type Q4_0", 2, {"--tensor_type must be F32"});
+  expect_error("export --out_dir " + out + " --format gguf --dtype float32", 2, {"--dtype is for"});
+  expect_error("export --out_dir " + out + " --format onnx", 2, {"--format must be"});
+  expect_error("export --out_dir " + out + " --tensor_type F16", 2, {"--tensor_type is for --format gguf"});
+
+  const std::string json = dir.file("logprobs.json"), prompt = corpus_prompt();
+  const CommandResult sampled = run_gpt("sample --out_dir " + out + " --prompt '" + prompt +
+                                        "' --temperature 0 --max_new_tokens 5 --quiet --logprobs " + json);
+  ASSERT_EQ(sampled.exit_code, 0) << sampled.output;
+  const nlohmann::json doc = nlohmann::json::parse(read_text(json));
+  const std::size_t n = doc["prompt_tokens"].get<std::size_t>(), V = doc["vocab_size"].get<std::size_t>();
+  EXPECT_EQ(n, prompt.size());
+  ASSERT_EQ(doc["tokens"].size(), n + 5);
+  ASSERT_EQ(doc["logprobs"].size(), n + 4);
+  for (std::size_t i = 0; i + 1 < doc["tokens"].size(); ++i) {
+    const std::vector<double> row = doc["logprobs"][i].get<std::vector<double>>();
+    ASSERT_EQ(row.size(), V);
+    double total = 0;
+    for (double lp : row) total += std::exp(lp);
+    EXPECT_NEAR(total, 1.0, 1e-6) << i;
+    if (i + 1 >= n) {  // a generated token: greedy, the row's argmax
+      const auto best = std::max_element(row.begin(), row.end()) - row.begin();
+      EXPECT_EQ(doc["tokens"][i + 1].get<int64_t>(), best) << i;
+    }
+  }
+  expect_error("sample --out_dir " + out + " --num_samples 2 --logprobs " + json, 2, {"--logprobs needs"});
+
+  // A model llama.cpp cannot run: refused, the keys named, nothing written.
+  const std::string refused_dir = dir.file("refused");
+  ASSERT_EQ(run_gpt("train --config " + tiny() + " --out_dir " + refused_dir +
+                    " --pos_encoding rope --norm rmsnorm --mlp relu2 --logit_softcap 30 --max_iters 1")
+                .exit_code,
+            0);
+  expect_error("export --out_dir " + refused_dir + " --format gguf --out " + dir.file("refused.gguf"), 2,
+               {"cannot be exported to GGUF", "logit_softcap", "mlp \"relu2\""});
+  EXPECT_FALSE(std::filesystem::exists(dir.file("refused.gguf")));
 }
 
 // The export records the bfloat16 arithmetic the checkpoint was trained with, not the one this

@@ -225,7 +225,7 @@ TEST(ConfigLoader, EveryShippedConfigLoadsWithValidValues) {
     EXPECT_EQ(find_config_problem(config).key, "") << find_config_problem(config).message;
     ++count;
   }
-  EXPECT_GE(count, 6);  // quickstart, cpu, 10.7M, 10min, modern, induction_head
+  EXPECT_GE(count, 7);  // quickstart, cpu, 10.7M, llama, 10min, modern, induction_head
 }
 
 TEST(ConfigLoader, NumbersTooLargeForADoubleAreAnError) {

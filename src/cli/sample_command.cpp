@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -39,8 +41,40 @@ struct SampleOptions {
   int64_t seed = 1337;
   bool quiet = false;
   bool raw = false;
-  std::string dtype;  // "" = the checkpoint's
+  std::string dtype;     // "" = the checkpoint's
+  std::string logprobs;  // file for the next-token log-probabilities at every position, or ""
 };
+
+// Log-softmax of one row of logits, in double.
+std::vector<double> log_softmax(const float* logits, int64_t V) {
+  const double top = *std::max_element(logits, logits + V);
+  double sum = 0;
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - top);
+  const double log_sum = top + std::log(sum);
+  std::vector<double> out(static_cast<std::size_t>(V));
+  for (int64_t v = 0; v < V; ++v) out[v] = logits[v] - log_sum;
+  return out;
+}
+
+// --logprobs: {"tokens": prompt then generated ids, "prompt_tokens": n, "logprobs": rows[i] = the
+// log-probabilities of every id as tokens[i + 1]}, so a row per position but the last. The prompt's
+// rows come from one forward pass over it; the generated tokens' from the logits they were drawn
+// from. What tools/check_gguf.mjs compares with llama.cpp's.
+void write_logprobs(const std::string& path, Gpt& model, const std::vector<int32_t>& prompt,
+                    const std::vector<int32_t>& generated, const std::vector<std::vector<double>>& generated_rows) {
+  const int64_t V = model.config().vocab_size;
+  std::vector<float> prompt_logits;
+  Generator generator(model);
+  generator.append(prompt.data(), static_cast<int64_t>(prompt.size()), &prompt_logits);
+  nlohmann::json rows = nlohmann::json::array();
+  for (std::size_t i = 0; i + 1 < prompt.size(); ++i) rows.push_back(log_softmax(prompt_logits.data() + i * V, V));
+  for (const auto& row : generated_rows) rows.push_back(row);
+  std::vector<int32_t> tokens = prompt;
+  tokens.insert(tokens.end(), generated.begin(), generated.end());
+  const nlohmann::json doc = {
+      {"vocab_size", V}, {"prompt_tokens", prompt.size()}, {"tokens", tokens}, {"logprobs", rows}};
+  write_file_atomically(path, doc.dump() + "\n");
+}
 
 // Writes generated text to stdout as it comes, optionally through a Utf8Repair.
 class TextOutput {
@@ -73,6 +107,7 @@ void validate(const SampleOptions& o) {
     throw UserError("--top_p must be in (0, 1], got " + std::to_string(o.generation.sampling.top_p));
   if (o.seed < 0) throw UserError("--seed must be >= 0");
   if (o.generation.context_shift < 0) throw UserError("--context_shift must be >= 0 (0 = exact)");
+  if (!o.logprobs.empty() && o.num_samples != 1) throw UserError("--logprobs needs --num_samples 1");
 }
 
 int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
@@ -131,13 +166,20 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
     std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one
     TextOutput streamed(repair);
     streamed.print(shown_prompt);
-    generate(generator, prompt, settings, rngs, [&](int64_t s, int32_t id, const float*) {
+    std::vector<int32_t> generated;
+    std::vector<std::vector<double>> generated_rows;
+    generate(generator, prompt, settings, rngs, [&](int64_t s, int32_t id, const float* logits) {
+      if (s == 0 && !options.logprobs.empty()) {
+        generated.push_back(id);
+        generated_rows.push_back(log_softmax(logits, model.config().vocab_size));
+      }
       if (s > 0)
         held[s] += loaded.vocab.decode(id);
       else
         streamed.print(loaded.vocab.decode(id));
     });
     streamed.finish();
+    if (!options.logprobs.empty()) write_logprobs(options.logprobs, model, prompt, generated, generated_rows);
     std::fputs("\n---------------\n", stdout);
     for (int64_t s = 1; s < batch; ++s) {
       TextOutput whole(repair);
@@ -180,6 +222,9 @@ Command add_sample_command(CLI::App& app) {
                   "character then sees block_size-N+1 .. block_size characters)")
       ->capture_default_str();
   add_dtype_option(sub, options->dtype);
+  sub->add_option("--logprobs", options->logprobs,
+                  "also write a JSON file of the next-token log-probabilities (every id) after each position of the "
+                  "prompt and the generated text (with --num_samples 1)");
   sub->add_flag("--quiet", options->quiet, "print only the generated text");
   sub->add_flag("--raw", options->raw,
                 "byte-level models: print the bytes as generated, even to a terminal (by default a terminal gets "
