@@ -5,8 +5,12 @@
 # docs/benchmarks.md). Needs root for the first apt-get of python3-torch and libopenblas-dev.
 #   tools/bench_vs_torch.sh [--quick]     --quick skips the full CPU-recipe runs (about 6 minutes)
 #   tools/bench_vs_torch.sh --training    only the training rows (float32 and bfloat16) and the GEMMs
+#   tools/bench_vs_torch.sh --gemm        only the GEMMs
+# The peers run without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE (tools/peer_env.sh); the output
+# names the OpenBLAS kernels they ran.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/peer_env.sh
 quick=${1:-}
 tools/install_deps.sh python3-torch python3-numpy libopenblas-dev >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -23,8 +27,8 @@ ratio() { $py -c "print(f'{$1:.2f}x')"; }
 # spin-waiting is much slower on 2 cores). Prints the better JSON line.
 torch_best() {
   local a b
-  a=$("$py" "$@" --threads 1)
-  b=$(OMP_WAIT_POLICY=PASSIVE "$py" "$@" --threads 2)
+  a=$(peer "$py" "$@" --threads 1)
+  b=$(peer OMP_WAIT_POLICY=PASSIVE "$py" "$@" --threads 2)
   $py - "$a" "$b" <<'PY'
 import json, sys
 a, b = (json.loads(x.strip().splitlines()[-1]) for x in sys.argv[1:3])
@@ -34,12 +38,16 @@ PY
 }
 
 echo "date: $(date -u +%F), machine: $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) cores, $(free -g | awk '/Mem:/{print $2}') GiB"
+echo "peers: OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset; PyTorch's OpenBLAS kernels: $(peer $py -c 'import sys, torch; sys.path.insert(0, "tools"); from blas_core import openblas_core; print(openblas_core())')"
 echo "gpt kernel: $($gpt bench --config configs/shakespeare_char_cpu.json --iters 1 --warmup 0 --json --peak_gflops 1 | json "['kernel']")"
-echo
-echo "| measure | gpt | PyTorch | ratio |"
-echo "| --- | --- | --- | --- |"
 peak=$($gpt bench --config configs/shakespeare_char_cpu.json --iters 1 --warmup 0 --json | json "['peak_gflops']")
-for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
+configs=(shakespeare_char_cpu:20 shakespeare_char:3)
+if [[ $quick == --gemm ]]; then
+  configs=()
+else
+  printf '\n| measure | gpt | PyTorch | ratio |\n| --- | --- | --- | --- |\n'
+fi
+for cfg in "${configs[@]}"; do
   name=${cfg%%:*}; iters=${cfg##*:}
   ours=$($gpt bench --config "configs/$name.json" --iters "$iters" --warmup 1 --json --peak_gflops "$peak")
   theirs=$(torch_best tools/nanogpt_train.py "configs/$name.json" --no_eval --max_iters "$iters" --json)
@@ -64,7 +72,7 @@ for cfg in shakespeare_char_cpu:20 shakespeare_char:3; do
   echo "| $name PyTorch bfloat16 autocast against PyTorch float32 | | $(printf %.0f "$t16_tps") / $(printf %.0f "$t_tps") | $(ratio "$t16_tps/$t_tps") |"
 done
 
-if [[ $quick != --training ]]; then
+if [[ $quick != --training && $quick != --gemm ]]; then
 ckpt=$work/sample_model
 if [[ ! -f $ckpt/model.safetensors ]]; then
   $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$ckpt" --max_iters 200 --eval_interval 200 --quiet
@@ -89,12 +97,12 @@ done
 
 fi
 
-if [[ $quick != --quick && $quick != --training ]]; then
+if [[ $quick == "" ]]; then
   start=$(date +%s.%N)
   $gpt train --config configs/shakespeare_char_cpu.json --out_dir "$work/full_gpt" --quiet
   o_wall=$($py -c "print($(date +%s.%N)-$start)")
   o_val=$(grep -h '"type":"eval"' "$work/full_gpt/metrics.jsonl" | tail -1 | json "['val_loss']")
-  theirs=$(OMP_WAIT_POLICY=PASSIVE $py tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 --json)
+  theirs=$(peer OMP_WAIT_POLICY=PASSIVE $py tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 --json)
   t_wall=$(echo "$theirs" | json "['wall_seconds']"); t_val=$(echo "$theirs" | json "['final_val_loss']")
   echo "| shakespeare_char_cpu full run (2000 iterations with evals), wall s | $(printf %.0f "$o_wall") | $(printf %.0f "$t_wall") | $(ratio "$o_wall/$t_wall") |"
   echo "| shakespeare_char_cpu final val loss (eval_iters 20) | $(printf %.4f "$o_val") | $(printf %.4f "$t_val") | |"
@@ -106,4 +114,4 @@ echo
 echo "| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt bfloat16 (kernel) | bfloat16 / its peak | VDPBF16PS kernel / its peak | PyTorch bfloat16 torch.matmul | gpt bfloat16 / PyTorch bfloat16 |"
 echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 cmake --build build -j "$(nproc)" --target gemm_bench >&2
-OPENBLAS_NUM_THREADS=$(nproc) build/gemm_bench | $py tools/torch_matmul_bench.py | $py tools/gemm_table.py
+peer OPENBLAS_NUM_THREADS="$(nproc)" build/gemm_bench | peer $py tools/torch_matmul_bench.py | $py tools/gemm_table.py

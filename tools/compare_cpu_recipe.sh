@@ -7,6 +7,7 @@
 #   ENGINES=gpt tools/compare_cpu_recipe.sh       only our side (PyTorch's does not change with our code)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source tools/peer_env.sh
 seeds=("${@:-1337}")
 [[ $# -eq 0 ]] && seeds=(1337 1 2)
 gpt=${GPT_BINARY:-build/gpt}
@@ -30,7 +31,7 @@ for seed in "${seeds[@]}"; do
   printf '%-8s %-6s %-14s %-14.4f %-10.1f\n' gpt "$seed" "$est" "$full" "$wall"
   [[ ${ENGINES:-gpt,pytorch} == *pytorch* ]] || continue
   start=$(date +%s.%N)
-  OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 \
+  peer OMP_WAIT_POLICY=PASSIVE /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json --threads 2 \
     --seed "$seed" --save "$work/torch-$seed.safetensors" > "$work/torch-$seed.log" 2>&1
   wall=$(python3 -c "print($(date +%s.%N) - $start)")
   est=$(grep "step 2000:" "$work/torch-$seed.log" | sed 's/.*val loss \([0-9.]*\).*/\1/')

@@ -75,10 +75,10 @@ int main() {
         "\"openblas_gflops\": %.1f, "
         "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
         "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"vdpbf16ps_gflops\": %.1f, "
-        "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d}\n",
+        "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d, \"openblas_core\": \"%s\"}\n",
         s.what, s.ta ? "true" : "false", s.tb ? "true" : "false", s.M, s.N, s.K, flops / ours * 1e-9,
         flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(), fp32_peak, flops / bf16 * 1e-9,
         gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, vdpbf16ps > 0 ? flops / vdpbf16ps * 1e-9 : 0.0,
-        vdpbf16ps_peak, omp_get_max_threads());
+        vdpbf16ps_peak, omp_get_max_threads(), openblas_get_corename());
   }
 }

@@ -3,8 +3,10 @@
 import json
 import sys
 
+cores = set()
 for line in sys.stdin:
     d = json.loads(line)
+    cores.add((d['openblas_core'], d['torch_openblas_core']))
     vdp = 'no AVX512_BF16'
     if d['vdpbf16ps_peak_gflops']:
         vdp = (f"{d['vdpbf16ps_gflops']:.0f} = {100 * d['vdpbf16ps_gflops'] / d['vdpbf16ps_peak_gflops']:.0f}% "
@@ -13,3 +15,5 @@ for line in sys.stdin:
           f"{d['ratio']:.2f} | {d['bf16_gflops']:.0f} ({d['bf16_kernel']}) | "
           f"{100 * d['bf16_gflops'] / d['bf16_peak_gflops']:.0f}% of {d['bf16_peak_gflops']:.0f} | {vdp} | "
           f"{d['torch_bf16_gflops']:.0f} | {d['bf16_gflops'] / d['torch_bf16_gflops']:.2f} |")
+for ours, torch in sorted(cores):
+    print(f"\nOpenBLAS ran its {ours} kernels (gemm_bench); PyTorch's OpenBLAS: {torch}.")

@@ -17,6 +17,7 @@ from torch.nn import functional as F
 
 sys.path.insert(0, os.path.dirname(__file__))
 import safetensors_io  # noqa: E402
+from blas_core import openblas_core  # noqa: E402
 from nanogpt_model import GPT, GPTConfig  # noqa: E402
 
 
@@ -71,7 +72,8 @@ def main():
             print('---------------')
     seconds = time.time() - start
     tokens = args.max_new_tokens * args.num_samples
-    print(json.dumps(dict(tokens=tokens, seconds=seconds, tokens_per_s=tokens / seconds, threads=torch.get_num_threads())))
+    print(json.dumps(dict(tokens=tokens, seconds=seconds, tokens_per_s=tokens / seconds, threads=torch.get_num_threads(),
+                          openblas_core=openblas_core())))
 
 
 if __name__ == '__main__':

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(__file__))
+from blas_core import openblas_core  # noqa: E402
 from nanogpt_model import GPT, GPTConfig, get_lr  # noqa: E402
 
 DEFAULTS = dict(val_fraction=0.1, n_layer=6, n_head=6, n_embd=384, block_size=256, dropout=0.2, bias=False,
@@ -132,10 +133,10 @@ def main():
     result = dict(final_val_loss=evals[-1][2] if evals else None, evals=evals, wall_seconds=wall,
                   median_ms_per_iter=ms, tokens_per_s=B * T * cfg['gradient_accumulation_steps'] / ms * 1000,
                   peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  threads=torch.get_num_threads())
+                  threads=torch.get_num_threads(), openblas_core=openblas_core())
     print(json.dumps(result) if args.json else
           f"final val loss {result['final_val_loss']}, wall {wall:.1f} s, median {ms:.1f} ms/iter, "
-          f"peak RSS {result['peak_rss_mib']:.0f} MiB, {result['threads']} threads")
+          f"peak RSS {result['peak_rss_mib']:.0f} MiB, {result['threads']} threads, OpenBLAS {result['openblas_core']}")
 
 
 if __name__ == '__main__':

@@ -8,6 +8,8 @@ import time
 
 import torch
 
+from blas_core import openblas_core
+
 
 def median_seconds(f, reps):
     f()
@@ -29,4 +31,5 @@ for line in sys.stdin:
     flops = 2.0 * M * N * K
     seconds = median_seconds(lambda: torch.matmul(a, b), 5 if flops > 1e10 else 50)
     d['torch_bf16_gflops'] = flops / seconds * 1e-9
+    d['torch_openblas_core'] = openblas_core()
     print(json.dumps(d), flush=True)
