@@ -64,10 +64,11 @@ void read_window(int fd, const std::string& path, int64_t offset, int64_t count,
   auto* at = static_cast<char*>(out);
   while (count > 0) {
     const ssize_t n = ::pread(fd, at, static_cast<std::size_t>(count), offset);
-    if (n < 0 && errno == EINTR) continue;
+    const int error = errno;
+    if (n < 0 && error == EINTR) continue;
     if (n <= 0)
       throw UserError(path + ": cannot read " + std::to_string(count) + " bytes at offset " + std::to_string(offset) +
-                          ": " + (n < 0 ? std::strerror(errno) : "the file is shorter than when it was opened"),
+                          ": " + (n < 0 ? std::strerror(error) : "the file is shorter than when it was opened"),
                       ExitCode::runtime);
     at += n;
     offset += n;

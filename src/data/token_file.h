@@ -24,7 +24,8 @@ class TokenFile;
 class TokenView {
  public:
   TokenView() = default;
-  // Ids read from a file (which must outlive the view; it may move) are checked against
+  // Ids read from a file (which must outlive the view, or the view would read whatever file
+  // reuses its descriptor; it may move) are checked against
   // vocab_size as they are copied out: a file changed after preparation is an input error, found
   // in the windows actually read, so opening stays independent of the corpus's size.
   TokenView(const TokenFile& file, TokenType type, int64_t size, int64_t vocab_size);

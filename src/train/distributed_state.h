@@ -24,6 +24,9 @@ std::vector<AlignedBuffer<float>> whole_state_buffers(Optimizer& optimizer, std:
 class SavedOptimizerState {
  public:
   SavedOptimizerState(const World& world, Optimizer& optimizer, const ParamStore& params);
+  // state().fetch points back at this object: it stays where it was made.
+  SavedOptimizerState(const SavedOptimizerState&) = delete;
+  SavedOptimizerState& operator=(const SavedOptimizerState&) = delete;
   // What the root's save_resume_point writes.
   const OptimizerState& state() const { return state_; }
   // Makes, in the save's order, the gathers the save did not: all of them on the other processes.
