@@ -110,18 +110,8 @@ void validate(const SampleOptions& o) {
   if (!o.logprobs.empty() && o.num_samples != 1) throw UserError("--logprobs needs --num_samples 1");
 }
 
-int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
-  setup_logging(options.quiet);
-  validate(options);
-  if (!options.prompt_file.empty() && prompt_flag->count() > 0)
-    throw UserError("give --prompt or --prompt_file, not both");
-  LoadedModel loaded = options.model.load();
-  Gpt& model = *loaded.model;
-  apply_dtype_option(options.dtype, model);
-  const int64_t block_size = model.config().block_size;
-  if (options.generation.context_shift > block_size)
-    throw UserError("--context_shift must be at most block_size (" + std::to_string(block_size) + ")");
-
+// The prompt's ids, from --prompt or --prompt_file, cropped to its last block_size tokens.
+std::vector<int32_t> read_prompt(const SampleOptions& options, const Vocab& vocab, int64_t block_size) {
   std::string prompt_bytes = options.prompt;
   std::string prompt_source = "--prompt";
   if (!options.prompt_file.empty()) {
@@ -135,13 +125,29 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   if (prompt_bytes.empty()) throw UserError(prompt_source + ": the prompt is empty (the default is a newline)");
   std::vector<int32_t> prompt;
   try {
-    prompt = loaded.vocab.encode(prompt_bytes, prompt_source);
+    prompt = vocab.encode(prompt_bytes, prompt_source);
   } catch (const UserError& e) {
-    throw UserError(std::string(e.what()) + "; the vocabulary is: " + loaded.vocab.listing());
+    throw UserError(std::string(e.what()) + "; the vocabulary is: " + vocab.listing());
   }
   if (const int64_t dropped = crop_prompt(prompt, block_size); dropped > 0)
     spdlog::warn("the prompt has {} {}; only its last {} (block_size) condition the text", prompt.size() + dropped,
-                 loaded.vocab.token_noun(), block_size);
+                 vocab.token_noun(), block_size);
+  return prompt;
+}
+
+int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
+  setup_logging(options.quiet);
+  validate(options);
+  if (!options.prompt_file.empty() && prompt_flag->count() > 0)
+    throw UserError("give --prompt or --prompt_file, not both");
+  LoadedModel loaded = options.model.load();
+  Gpt& model = *loaded.model;
+  apply_dtype_option(options.dtype, model);
+  const int64_t block_size = model.config().block_size;
+  if (options.generation.context_shift > block_size)
+    throw UserError("--context_shift must be at most block_size (" + std::to_string(block_size) + ")");
+
+  const std::vector<int32_t> prompt = read_prompt(options, loaded.vocab, block_size);
   spdlog::info("{}: {} parameters, block_size {}, vocab {}; {} mode; {}", loaded.path, model.params().parameter_count(),
                block_size, loaded.vocab.size(),
                options.generation.context_shift ? "context_shift " + std::to_string(options.generation.context_shift)
