@@ -1,8 +1,10 @@
 """nanoGPT's GPT model (model.py), restated for our reference scripts.
 
-Same modules, parameter names and initialisation as karpathy/nanoGPT, with the manual attention
-path (PyTorch 1.13 has no scaled_dot_product_attention). Used only by tools/ scripts run with
-Debian's python3-torch: never by the gpt binary.
+Same modules, parameter names and initialisation as karpathy/nanoGPT. Attention is nanoGPT's:
+F.scaled_dot_product_attention(..., is_causal=True) when torch has it (2.0 and later), else the
+explicit masked softmax, which PyTorch 1.13 runs and GPTConfig(attention='manual') forces (the
+parity references, tools/make_parity_reference.py). Used only by tools/ scripts run with Debian's
+python3-torch (Debian 12's 1.13, or 2.6 through tools/torch_peer.sh): never by the gpt binary.
 """
 import math
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ class GPTConfig:
     mlp_hidden: int = 0  # 0: 4 n_embd, for swiglu the multiple of 32 nearest to 8 n_embd / 3
     tie_embeddings: bool = True  # False: lm_head.weight of its own
     logit_softcap: float = 0.0  # > 0: logits = cap * tanh(logits / cap)
+    attention: str = 'auto'  # 'sdpa': F.scaled_dot_product_attention, 'manual': masked softmax, 'auto': sdpa if any
 
     def mlp_width(self):
         if self.mlp_hidden > 0:
@@ -102,6 +105,11 @@ class CausalSelfAttention(nn.Module):
         self.resid_dropout = nn.Dropout(config.dropout)
         self.n_head = config.n_head
         self.n_embd = config.n_embd
+        self.dropout = config.dropout
+        has_sdpa = hasattr(F, 'scaled_dot_product_attention')
+        assert config.attention in ('auto', 'sdpa', 'manual'), config.attention
+        assert config.attention != 'sdpa' or has_sdpa, f'torch {torch.__version__} has no scaled_dot_product_attention'
+        self.flash = config.attention == 'sdpa' or (config.attention == 'auto' and has_sdpa)
         self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
                              .view(1, 1, config.block_size, config.block_size))
 
@@ -120,11 +128,15 @@ class CausalSelfAttention(nn.Module):
         if self.n_kv_head != self.n_head:  # grouped-query: each kv head serves n_head / n_kv_head query heads
             k = k.repeat_interleave(self.n_head // self.n_kv_head, dim=1)
             v = v.repeat_interleave(self.n_head // self.n_kv_head, dim=1)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
-        att = F.softmax(att, dim=-1)
-        att = self.attn_dropout(att)
-        y = att @ v
+        if self.flash:  # as nanoGPT: fused attention (flash or memory-efficient kernels)
+            y = F.scaled_dot_product_attention(q, k, v, attn_mask=None, dropout_p=self.dropout if self.training else 0,
+                                               is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+            att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float('-inf'))
+            att = F.softmax(att, dim=-1)
+            att = self.attn_dropout(att)
+            y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
         return self.resid_dropout(self.c_proj(y))
 

@@ -5,10 +5,13 @@ torch.manual_seed(seed), get_batch with torch.randint, estimate_loss in eval mod
 warmup + cosine lr, clip_grad_norm_, iterations 0..max_iters with an eval every eval_interval.
 
     /usr/bin/python3 tools/nanogpt_train.py configs/shakespeare_char_cpu.json [--threads N]
-        [--max_iters N] [--json] [--dtype float32|bfloat16]
+        [--max_iters N] [--json] [--dtype float32|bfloat16] [--compile] [--attention auto|sdpa|manual]
 
 --dtype bfloat16 runs forward and loss under torch.autocast("cpu", dtype=torch.bfloat16), as
-nanoGPT's train.py does with dtype = 'bfloat16' (its ctx), float32 master weights.
+nanoGPT's train.py does with dtype = 'bfloat16' (its ctx), float32 master weights. --compile
+trains torch.compile(model), as nanoGPT's compile = True (PyTorch 2; on 1.13 it stops with an
+error); the first iteration, which compiles, is left out of the median (first_iter_s reports it).
+tools/torch_modes.py runs the four modes (eager or compiled, float32 or bfloat16) and picks the best.
 """
 import contextlib
 import argparse
@@ -41,7 +44,12 @@ def main():
     ap.add_argument('--save', help='write the final model as a gpt-compatible model.safetensors')
     ap.add_argument('--seed', type=int)
     ap.add_argument('--dtype', choices=['float32', 'bfloat16'], default='float32')
+    ap.add_argument('--compile', action='store_true', help='train torch.compile(model) (PyTorch 2)')
+    ap.add_argument('--attention', choices=['auto', 'sdpa', 'manual'], default='auto',
+                    help='auto: F.scaled_dot_product_attention when torch has it, else the masked softmax')
     args = ap.parse_args()
+    if args.compile and not hasattr(torch, 'compile'):
+        sys.exit(f'--compile: torch {torch.__version__} has no torch.compile (PyTorch 2 has; tools/torch_peer.sh)')
     ctx = torch.autocast('cpu', dtype=torch.bfloat16) if args.dtype == 'bfloat16' else contextlib.nullcontext()
     cfg = dict(DEFAULTS)
     with open(args.config) as f:
@@ -71,8 +79,11 @@ def main():
         return x, y
 
     model = GPT(GPTConfig(block_size=T, vocab_size=len(chars), n_layer=cfg['n_layer'], n_head=cfg['n_head'],
-                          n_embd=cfg['n_embd'], dropout=cfg['dropout'], bias=cfg['bias']))
+                          n_embd=cfg['n_embd'], dropout=cfg['dropout'], bias=cfg['bias'], attention=args.attention))
     optimizer = model.configure_optimizers(cfg['weight_decay'], cfg['learning_rate'], (cfg['beta1'], cfg['beta2']))
+    raw_model = model
+    if args.compile:
+        model = torch.compile(model)  # as nanoGPT, after the optimizer is made from the raw model
 
     @torch.no_grad()
     def estimate_loss():
@@ -127,16 +138,21 @@ def main():
         from nanogpt_model import state_dict_without_tied
         model_config = dict(n_layer=cfg['n_layer'], n_head=cfg['n_head'], n_embd=cfg['n_embd'], block_size=T,
                             vocab_size=len(chars), dropout=cfg['dropout'], bias=cfg['bias'])
-        safetensors_io.save(args.save, {k: v.detach().numpy() for k, v in state_dict_without_tied(model).items()},
+        safetensors_io.save(args.save, {k: v.detach().numpy() for k, v in state_dict_without_tied(raw_model).items()},
                             {'format': 'pt', 'config': json.dumps(model_config), 'vocab': json.dumps(chars)})
     ms = float(np.median(step_times[1:] if len(step_times) > 1 else step_times)) * 1000
     result = dict(final_val_loss=evals[-1][2] if evals else None, evals=evals, wall_seconds=wall,
                   median_ms_per_iter=ms, tokens_per_s=B * T * cfg['gradient_accumulation_steps'] / ms * 1000,
                   peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-                  threads=torch.get_num_threads(), openblas_core=openblas_core())
+                  threads=torch.get_num_threads(), openblas_core=openblas_core(), torch=torch.__version__,
+                  mode=('compile' if args.compile else 'eager') + '-' + args.dtype,
+                  attention='sdpa' if raw_model.transformer.h[0].attn.flash else 'manual',
+                  first_iter_s=step_times[0])
     print(json.dumps(result) if args.json else
           f"final val loss {result['final_val_loss']}, wall {wall:.1f} s, median {ms:.1f} ms/iter, "
-          f"peak RSS {result['peak_rss_mib']:.0f} MiB, {result['threads']} threads, OpenBLAS {result['openblas_core']}")
+          f"peak RSS {result['peak_rss_mib']:.0f} MiB, {result['threads']} threads, "
+          f"OpenBLAS {result['openblas_core']}, torch {result['torch']} {result['mode']}, "
+          f"attention {result['attention']}")
 
 
 if __name__ == '__main__':
