@@ -54,10 +54,13 @@ int main(int argc, char** argv) {
   CLI::App app{"gpt: train and sample character-level GPT models (nanoGPT's model, in one native binary)"};
   app.set_version_flag("--version", std::string("gpt ") + GPT_VERSION);
   app.require_subcommand(1);
-  const std::vector<gpt::Command> commands = {gpt::add_train_command(app),  gpt::add_sample_command(app),
-                                              gpt::add_eval_command(app),   gpt::add_heads_command(app),
-                                              gpt::add_bench_command(app),  gpt::add_prepare_command(app),
-                                              gpt::add_report_command(app), gpt::add_export_command(app)};
+  std::vector<gpt::Command> commands = {gpt::add_train_command(app),  gpt::add_sample_command(app),
+                                        gpt::add_eval_command(app),   gpt::add_heads_command(app),
+                                        gpt::add_bench_command(app),  gpt::add_prepare_command(app),
+                                        gpt::add_report_command(app), gpt::add_export_command(app)};
+#ifdef GPT_WITH_SERVE
+  commands.push_back(gpt::add_serve_command(app));
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

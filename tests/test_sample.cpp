@@ -332,6 +332,44 @@ TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
   EXPECT_NE(two[0].tokens, two[1].tokens);  // different streams, different text
 }
 
+// gpt serve's steps: sequences at different lengths appended together, in any order and company,
+// get bit for bit the logits each gets alone in a Generator of its own (a step of one row included).
+TEST(KvCache, SequencesOfAnyLengthsShareAStepWithTheBitsOfEachAlone) {
+  auto model = random_model(12, true, Dtype::float32, kModernAttention);
+  const int64_t V = model->config().vocab_size;
+  const std::vector<std::vector<int32_t>> prompts = {{1, 2, 3, 4, 5}, {7}, {9, 8, 7}};
+  const std::vector<std::vector<int32_t>> steps = {{3, 0, 12}, {4, 5, 6}, {11, 10, 2}};
+  std::vector<std::vector<std::vector<float>>> alone(3);  // [sequence][step] logits
+  for (std::size_t s = 0; s < 3; ++s) {
+    Generator generator(*model);
+    generator.append(prompts[s].data(), static_cast<int64_t>(prompts[s].size()));
+    for (const auto& step : steps) {
+      const float* logits = generator.append(&step[s], 1);
+      alone[s].emplace_back(logits, logits + V);
+    }
+  }
+  Generator shared(*model, 4);  // sequence 3 stays empty
+  shared.append_to({2}, prompts[2].data(), 3);
+  shared.append_to({0}, prompts[0].data(), 5);
+  shared.append_to({1}, prompts[1].data(), 1);
+  const std::vector<std::vector<int64_t>> orders = {{2, 0, 1}, {1}, {0, 2}};
+  std::vector<std::size_t> done(3, 0);
+  for (const auto& order : orders) {
+    std::vector<int32_t> tokens;
+    for (const int64_t s : order) tokens.push_back(steps[done[s]][s]);
+    const float* logits = shared.append_to(order, tokens.data(), 1);
+    for (std::size_t i = 0; i < order.size(); ++i) {
+      const std::size_t s = static_cast<std::size_t>(order[i]);
+      EXPECT_EQ(std::vector<float>(logits + i * V, logits + (i + 1) * V), alone[s][done[s]++]) << "sequence " << s;
+    }
+  }
+  EXPECT_EQ(shared.length(0), 7);
+  EXPECT_EQ(shared.length(1), 3);
+  EXPECT_EQ(shared.length(3), 0);
+  EXPECT_THROW(shared.append_to({0, 0}, steps[0].data(), 1), InternalError);  // a sequence twice
+  EXPECT_THROW(shared.append_to({0}, steps[0].data(), 6), InternalError);     // past block_size
+}
+
 TEST(KvCache, SampleStreamsDoNotDependOnTheBatch) {
   Rng first = sample_stream(7, 0), plain(7);
   EXPECT_EQ(first.next_u64(), plain.next_u64());  // sample 0 is the --seed stream itself

@@ -4,7 +4,8 @@
 # (tools/compare_aarch64.sh). Installs what is missing (as root: apt-get, after adding the arm64
 # architecture; otherwise it prints the commands and exits 1): Debian's cross compiler, qemu-user
 # and the arm64 builds of our libraries. Without MPI, without the man page (help2man would have to
-# run the aarch64 binary).
+# run the aarch64 binary), without gpt serve (Debian's cpp-httplib is a compiled library whose arm64
+# build would bring OpenSSL's, zlib's and brotli's; a native aarch64 build has it).
 #   tools/build_aarch64.sh              gpt and every test binary
 #   tools/build_aarch64.sh TARGET ...   only these targets (CI: gpt and the tests it runs)
 set -euo pipefail
@@ -31,7 +32,7 @@ fi
 build_dir=${GPT_BUILD_DIR:-build-aarch64}
 # shellcheck disable=SC2086
 cmake -S . -B "$build_dir" -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
-  -DGPT_MPI=OFF ${GPT_CMAKE_ARGS:-} >/dev/null
+  -DGPT_MPI=OFF -DGPT_SERVE=OFF ${GPT_CMAKE_ARGS:-} >/dev/null
 targets=()
 for t in "$@"; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "$(nproc)" "${targets[@]}"

@@ -3,7 +3,8 @@
 # apt-get; otherwise it prints the apt-get line to run and exits 1.
 #   tools/install_deps.sh [EXTRA_PACKAGE ...]
 set -euo pipefail
-packages=(g++ cmake make libcli11-dev libspdlog-dev nlohmann-json3-dev libxxhash-dev libgtest-dev clang-format libopenmpi-dev openmpi-bin help2man "$@")
+packages=(g++ cmake make pkg-config libcli11-dev libspdlog-dev nlohmann-json3-dev libxxhash-dev libcpp-httplib-dev libgtest-dev
+          clang-format libopenmpi-dev openmpi-bin help2man "$@")
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

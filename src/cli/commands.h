@@ -23,6 +23,9 @@ Command add_bench_command(CLI::App& app);
 Command add_prepare_command(CLI::App& app);
 Command add_report_command(CLI::App& app);
 Command add_export_command(CLI::App& app);
+#ifdef GPT_WITH_SERVE
+Command add_serve_command(CLI::App& app);
+#endif
 
 // Logging goes to stderr through spdlog; configured once, here.
 void setup_logging(bool quiet);

@@ -47,12 +47,8 @@ struct SampleOptions {
 
 // Log-softmax of one row of logits, in double.
 std::vector<double> log_softmax(const float* logits, int64_t V) {
-  const double top = *std::max_element(logits, logits + V);
-  double sum = 0;
-  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - top);
-  const double log_sum = top + std::log(sum);
-  std::vector<double> out(static_cast<std::size_t>(V));
-  for (int64_t v = 0; v < V; ++v) out[v] = logits[v] - log_sum;
+  std::vector<double> out;
+  gpt::log_softmax(logits, V, out);
   return out;
 }
 

@@ -6,7 +6,7 @@
 namespace gpt {
 
 HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector<int32_t>& ids, int64_t L,
-                               uint64_t seed) {
+                               uint64_t seed, std::vector<float>* text_logits) {
   const GptConfig& c = model.config();
   const auto n = static_cast<int64_t>(ids.size());
   GPT_CHECK(n >= 2 && n <= c.block_size && L >= 2 && 2 * L <= c.block_size, "heads analysis sizes");
@@ -19,7 +19,7 @@ HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector
 
   Generator generator(model);
   generator.set_capture_attention(true);
-  generator.append(ids.data(), n);
+  generator.append(ids.data(), n, text_logits);
   report.prompt_attention = generator.captured_attention();
 
   Rng rng(seed);

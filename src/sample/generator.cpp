@@ -19,7 +19,6 @@ namespace gpt {
 
 namespace {
 
-constexpr int64_t kDotGranule = 8;  // the dot-product path computes 8 outputs together
 // From this many rows on, threads split a step by rows rather than by output columns. A constant
 // (not a function of the thread count), so which arithmetic a row gets never depends on it.
 constexpr int64_t kRowSplitMin = 16;
@@ -37,36 +36,32 @@ Range my_share(int64_t count, int64_t granule) {
   return {std::min(count, units * t / threads * granule), std::min(count, units * (t + 1) / threads * granule)};
 }
 
-// Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null). A float32 step of a
-// single row takes the dot-product path, any other the prepacked GEMM: the arithmetic of linear()
-// and gemm_prepacked() in the packed matrix's dtype, whichever thread computes the tile.
-void linear_tile(const float* x, Range rows, Range cols, bool single_row_step, const Tensor& w,
-                 const PackedMatrix& packed, const float* bias, float* y) {
+// Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null), by the prepacked GEMM
+// whatever the number of rows: a row's arithmetic is the same in a step of one row as in a batch of
+// many (the GEMM's partial tiles run the same micro-kernel), so a sequence's text does not depend
+// on which other sequences share its steps, nor on which thread computes the tile.
+void linear_tile(const float* x, Range rows, Range cols, const Tensor& w, const PackedMatrix& packed, const float* bias,
+                 float* y) {
   const int64_t N = w.shape[0], K = w.shape[1];
   if (rows.size() == 0 || cols.size() == 0) return;
   if (bias)
     for (int64_t r = rows.begin; r < rows.end; ++r)
       std::memcpy(y + r * N + cols.begin, bias + cols.begin, cols.size() * sizeof(float));
-  if (single_row_step)
-    row_times_transposed_serial(cols.size(), K, x, w.data + cols.begin * K, K, y + cols.begin, bias != nullptr);
-  else
-    gemm_prepacked_columns(rows.size(), x + rows.begin * K, K, packed, cols.begin, cols.end, y + rows.begin * N, N,
-                           bias != nullptr);
+  gemm_prepacked_columns(rows.size(), x + rows.begin * K, K, packed, cols.begin, cols.end, y + rows.begin * N, N,
+                         bias != nullptr);
 }
 
 // This thread's columns of all `rows` rows of y = x W^T + b; returns them.
 Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
                   float* y) {
-  const int64_t N = w.shape[0];
-  const bool dot_products = rows == 1 && packed.dtype() == Dtype::float32;
-  const Range cols = dot_products ? my_share(N, kDotGranule) : my_share(N, packed.nr());
-  linear_tile(x, {0, rows}, cols, dot_products, w, packed, bias, y);
+  const Range cols = my_share(w.shape[0], packed.nr());
+  linear_tile(x, {0, rows}, cols, w, packed, bias, y);
   return cols;
 }
 
 // This thread's rows `own` (of a step of many rows), all columns.
 void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
-  linear_tile(x, own, {0, w.shape[0]}, false, w, packed, bias, y);
+  linear_tile(x, own, {0, w.shape[0]}, w, packed, bias, y);
 }
 
 // One query head's attention for queries q0 .. n-1 of a sequence whose new tokens sit at
@@ -108,13 +103,16 @@ PackedMatrix packed_transpose(const Tensor& w, Dtype inputs) {
 
 }  // namespace
 
-// Activations of one append: R = batch * n rows (fewer after the last layer's attention when only
-// each sequence's last row is needed); `per_thread` buffers are indexed by thread number.
+// Activations of one append to k sequences: R = k * n rows, sequence by sequence (fewer after the
+// last layer's attention when only each sequence's last row is needed); `per_thread` buffers are
+// indexed by thread number.
 struct Generator::Buffers {
   int64_t threads = 1;
-  int64_t rows = 0, total = 0;  // R; cached positions after this append
+  const int64_t* sequences = nullptr;  // [k] which of the batch's sequences the rows belong to
+  int64_t k = 0;
+  int64_t rows = 0, total = 0;  // R; the most cached positions of any of them after this append
   float* x = nullptr;           // [R, C] residual stream
-  float* x_last = nullptr;      // [batch, C] the stream after trimming to last rows
+  float* x_last = nullptr;      // [k, C] the stream after trimming to last rows
   float* linear_out[2] = {};    // [R, max(3C, c_fc's outputs, V)] each: norm_linear's outputs, alternately
   float* attended = nullptr;    // [R, C] attention's output
   float* activated = nullptr;   // [R, mlp_hidden] act(hidden)
@@ -151,8 +149,10 @@ class Generator::StepExecutor {
         C_(g.model_.config().n_embd),
         thread_(omp_get_thread_num()) {}
 
+  // The position in its sequence of row r of this append.
+  int64_t position(int64_t r) const { return g_.lengths_[b_.sequences[r / n_]] + r % n_; }
+
   Value embed(const Tensor& wte, const Tensor& wpe) {
-    const int64_t start = g_.length_;
     const Range own = my_share(b_.rows, 1);
     for (int64_t r = own.begin; r < own.end; ++r) {
       const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
@@ -160,8 +160,8 @@ class Generator::StepExecutor {
         std::memcpy(b_.x + r * C_, token, C_ * sizeof(float));
         continue;
       }
-      const float* position = wpe.data + (start + r % n_) * C_;
-      for (int64_t j = 0; j < C_; ++j) b_.x[r * C_ + j] = token[j] + position[j];
+      const float* row_position = wpe.data + position(r) * C_;
+      for (int64_t j = 0; j < C_; ++j) b_.x[r * C_ + j] = token[j] + row_position[j];
     }
     return {b_.x, b_.rows, Share::rows, epoch_, {}};
   }
@@ -204,7 +204,7 @@ class Generator::StepExecutor {
     const int64_t width = (c.n_head + 2 * c.kv_heads()) * c.head_size();
     for (int64_t r = own.begin; r < own.end; ++r) {
       float* row = qkv.data + r * width;
-      rope_rotate(g_.model_.rope_table(), g_.length_ + r % n_, row, row, c.n_head + c.kv_heads());
+      rope_rotate(g_.model_.rope_table(), position(r), row, row, c.n_head + c.kv_heads());
     }
     return {qkv.data, qkv.rows, Share::rows, epoch_, {}};
   }
@@ -215,16 +215,16 @@ class Generator::StepExecutor {
   Value attention(const Value& qkv, int64_t layer) {
     wait_for(qkv);
     const GptConfig& c = g_.model_.config();
-    const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size(), start = g_.length_, total = b_.total, n = n_;
+    const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size(), n = n_;
     const int64_t width = (H + 2 * KV) * hs, kv_width = KV * hs;
     const bool trim = last_rows_only_ && layer == c.n_layer - 1 && n > 1;
     const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
     float* out = b_.attended;
-    float* scratch_scores = b_.scores + thread_ * n * total;
-    const Range items = my_share(g_.batch_ * KV, 1);
+    float* scratch_scores = b_.scores + thread_ * n * b_.total;
+    const Range items = my_share(b_.k * KV, 1);
     for (int64_t item = items.begin; item < items.end; ++item) {
-      const int64_t s = item / KV, kvh = item % KV;
-      const float* rows = qkv.data + s * n * width;
+      const int64_t i_seq = item / KV, kvh = item % KV, s = b_.sequences[i_seq], start = g_.lengths_[s];
+      const float* rows = qkv.data + i_seq * n * width;
       float* keys = g_.keys_[layer].data() + s * c.block_size * kv_width + kvh * hs;
       float* values = g_.values_[layer].data() + s * c.block_size * kv_width + kvh * hs;
       for (int64_t i = 0; i < n; ++i) {
@@ -232,12 +232,12 @@ class Generator::StepExecutor {
         std::memcpy(values + (start + i) * kv_width, rows + i * width + (H + KV + kvh) * hs, hs * sizeof(float));
       }
       for (int64_t h = kvh * (H / KV); h < (kvh + 1) * (H / KV); ++h) {
-        float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * total : scratch_scores;
+        float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * b_.total : scratch_scores;
         head_attention(rows + q0 * width + h * hs, width, keys, values, kv_width, n, q0, start, hs,
-                       out + s * nq * C_ + h * hs, C_, scores, g_.model_.matmul_dtype());
+                       out + i_seq * nq * C_ + h * hs, C_, scores, g_.model_.matmul_dtype());
       }
     }
-    return {out, g_.batch_ * nq, Share::heads, epoch_, {}};
+    return {out, b_.k * nq, Share::heads, epoch_, {}};
   }
 
   // x + act(in) W^T + b, written over x; when `in` has fewer rows than x (the last layer's last
@@ -356,7 +356,8 @@ class Generator::StepExecutor {
   bool flip_ = false;
 };
 
-Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), arena_(4u << 20) {
+Generator::Generator(Gpt& model, int64_t batch)
+    : model_(model), batch_(batch), arena_(4u << 20), lengths_(static_cast<std::size_t>(batch), 0) {
   GPT_CHECK(batch >= 1, "generator batch must be at least 1");
   const GptConfig& c = model.config();
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -366,6 +367,8 @@ Generator::Generator(Gpt& model, int64_t batch) : model_(model), batch_(batch), 
   for (const LinearWeights* linear : model.weights().linears())
     packed_.push_back(packed_transpose(linear->weight, model.matmul_dtype()));
   last_logits_.resize(static_cast<std::size_t>(batch * c.vocab_size));
+  for (int64_t s = 0; s < batch; ++s) every_sequence_.push_back(s);
+  last_append_.assign(static_cast<std::size_t>(batch), 0);
 }
 
 void Generator::set_capture_attention(bool capture) {
@@ -373,22 +376,47 @@ void Generator::set_capture_attention(bool capture) {
   capture_ = capture;
 }
 
+void Generator::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
+
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
+  return append_to(every_sequence_, tokens, n, all_logits);
+}
+
+// Checks one append's arguments: distinct sequences of the batch, room in each one's cache, ids
+// in the vocabulary.
+void Generator::check_append(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n) {
   const GptConfig& c = model_.config();
-  GPT_CHECK(n >= 1 && length_ + n <= c.block_size,
-            "KV cache overflow: " + std::to_string(length_ + n) + " > block_size");
-  for (int64_t i = 0; i < batch_ * n; ++i)
+  GPT_CHECK(!sequences.empty() && n >= 1, "an append needs at least one sequence and one token");
+  ++append_count_;
+  for (const int64_t s : sequences) {
+    GPT_CHECK(s >= 0 && s < batch_ && last_append_[s] != append_count_,
+              "append to sequence " + std::to_string(s) + ": not a distinct sequence of the batch");
+    last_append_[s] = append_count_;
+    GPT_CHECK(lengths_[s] + n <= c.block_size,
+              "KV cache overflow: " + std::to_string(lengths_[s] + n) + " > block_size");
+  }
+  const int64_t count = static_cast<int64_t>(sequences.size()) * n;
+  for (int64_t i = 0; i < count; ++i)
     GPT_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size,
               "token id " + std::to_string(tokens[i]) + " outside the vocabulary");
-  const int64_t C = c.n_embd, V = c.vocab_size, R = batch_ * n;
+}
+
+const float* Generator::append_to(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n,
+                                  std::vector<float>* all_logits) {
+  check_append(sequences, tokens, n);
+  const GptConfig& c = model_.config();
+  const int64_t k = static_cast<int64_t>(sequences.size());
+  const int64_t C = c.n_embd, V = c.vocab_size, R = k * n;
   arena_.reset();
   Buffers b;
   b.threads = omp_get_max_threads();
+  b.sequences = sequences.data();
+  b.k = k;
   b.rows = R;
-  b.total = length_ + n;
+  for (const int64_t s : sequences) b.total = std::max(b.total, lengths_[s] + n);
   const int64_t hidden = c.mlp_width(), widest = std::max({3 * C, activation_input_width(c.mlp, hidden), V});
   b.x = arena_.allocate_floats(R * C);
-  b.x_last = arena_.allocate_floats(batch_ * C);
+  b.x_last = arena_.allocate_floats(k * C);
   for (float*& out : b.linear_out) out = arena_.allocate_floats(R * widest);
   b.attended = arena_.allocate_floats(R * C);
   b.activated = arena_.allocate_floats(R * hidden);
@@ -408,12 +436,12 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
     const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);
     if (omp_get_thread_num() == 0) logits = out.data;
   }
-  length_ += n;
+  for (const int64_t s : sequences) lengths_[s] += n;
 
   const int64_t logit_rows_per_sequence = last_rows_only ? 1 : n;
-  for (int64_t s = 0; s < batch_; ++s) {
-    const float* last = logits + ((s + 1) * logit_rows_per_sequence - 1) * V;
-    std::copy(last, last + V, last_logits_.begin() + s * V);
+  for (int64_t i = 0; i < k; ++i) {
+    const float* last = logits + ((i + 1) * logit_rows_per_sequence - 1) * V;
+    std::copy(last, last + V, last_logits_.begin() + i * V);
   }
   if (all_logits) all_logits->assign(logits, logits + R * V);
   return last_logits_.data();

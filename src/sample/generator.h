@@ -1,5 +1,6 @@
 // Generator: incremental inference with a KV cache, for a batch of sequences that advance
-// together (the samples of one `gpt sample` run). Each layer keeps the keys and values of every
+// together (the samples of one `gpt sample` run) or each at its own pace (the requests `gpt serve`
+// runs in one step). Each layer keeps the keys and values of every
 // sequence's tokens so far; append() runs only the new tokens through the model (a batched
 // forward for a prompt or a re-encoded window, one token per sequence afterwards) and returns each
 // sequence's logits after its last new token.
@@ -8,9 +9,10 @@
 // (model/gpt_definition.h) through a StepExecutor: threads split products by rows or by output
 // columns (and attention by (sequence, head)) and meet at a barrier only where a step needs
 // another thread's output. Every output element is computed by one thread with the same
-// arithmetic whatever the split, so results do not depend on the thread count. The weights are read, never written: the
-// Generator keeps packed copies of them, so the model must not change while a Generator uses it. Per-step memory comes
-// from an arena reset every call: steady-state generation allocates nothing.
+// arithmetic whatever the split, so results do not depend on the thread count (nor on which
+// sequences share a step). The weights are read, never written: the Generator keeps packed copies
+// of them, so the model must not change while a Generator uses it. Per-step memory comes from an
+// arena reset every call: steady-state generation allocates nothing.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +29,21 @@ class Generator {
  public:
   explicit Generator(Gpt& model, int64_t batch = 1);
 
-  // Feeds n tokens to each sequence (tokens: [batch, n], row-major) at positions
-  // length() .. length()+n-1 (length()+n <= block_size) and returns the logits [batch, V] after
-  // each sequence's last new token, valid until the next call. With `all_logits`, also copies the
+  // Feeds n tokens to each sequence (tokens: [batch, n], row-major), each at its next positions
+  // length(s) .. length(s)+n-1 (<= block_size) and returns the logits [batch, V] after each
+  // sequence's last new token, valid until the next call. With `all_logits`, also copies the
   // logits of every new position into it ([batch, n, V]) for tests and likelihood measurements.
   const float* append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits = nullptr);
-  void reset() { length_ = 0; }
-  int64_t length() const { return length_; }
+  // The same for some of the sequences only (distinct, in any order; tokens: [k, n] in that
+  // order): returns the logits [k, V] in that order. Sequences at different lengths share one
+  // step; what a sequence gets is the same whichever others share it (see linear_tile).
+  const float* append_to(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n,
+                         std::vector<float>* all_logits = nullptr);
+  void reset();
+  void reset(int64_t sequence) { lengths_.at(static_cast<std::size_t>(sequence)) = 0; }
+  // Sequence 0's length: every sequence's while they advance together.
+  int64_t length() const { return lengths_[0]; }
+  int64_t length(int64_t sequence) const { return lengths_.at(static_cast<std::size_t>(sequence)); }
   int64_t batch() const { return batch_; }
   int64_t capacity() const { return model_.config().block_size; }
   int64_t vocab_size() const { return model_.config().vocab_size; }
@@ -52,8 +62,13 @@ class Generator {
   Arena arena_;
   std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, n_kv_head * hs]
   std::vector<PackedMatrix> packed_;                 // W^T of every linear, by LinearWeights::index
+  void check_append(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n);
+
   std::vector<float> last_logits_;
-  int64_t length_ = 0;
+  std::vector<int64_t> lengths_;         // per sequence: positions cached
+  std::vector<int64_t> every_sequence_;  // 0 .. batch-1
+  std::vector<int64_t> last_append_;     // per sequence: the append_count_ it last took part in
+  int64_t append_count_ = 0;
   bool capture_ = false;
   std::vector<float> captured_;
 };

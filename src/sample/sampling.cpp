@@ -7,6 +7,23 @@
 
 namespace gpt {
 
+void log_softmax(const float* logits, int64_t V, std::vector<double>& out) {
+  const double top = *std::max_element(logits, logits + V);
+  double sum = 0;
+  for (int64_t v = 0; v < V; ++v) sum += std::exp(static_cast<double>(logits[v]) - top);
+  const double log_sum = top + std::log(sum);
+  out.resize(static_cast<std::size_t>(V));
+  for (int64_t v = 0; v < V; ++v) out[v] = logits[v] - log_sum;
+}
+
+void top_ids(const std::vector<double>& values, int64_t k, std::vector<int32_t>& order) {
+  order.resize(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  k = std::min<int64_t>(k, static_cast<int64_t>(values.size()));
+  std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                    [&](int32_t a, int32_t b) { return values[a] > values[b] || (values[a] == values[b] && a < b); });
+}
+
 int32_t TokenSampler::next(const float* logits, int64_t V, Rng& rng) {
   if (settings_.temperature == 0.0) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
   probs_.resize(static_cast<std::size_t>(V));

@@ -17,6 +17,12 @@ struct SamplingSettings {
   double top_p = 1.0;
 };
 
+// The log-probabilities of a row of logits, in double: out[v] = logits[v] - log(sum exp(logits)).
+void log_softmax(const float* logits, int64_t V, std::vector<double>& out);
+
+// The ids of the k largest values, largest first (ties: the smaller id first), via `order` ([V]).
+void top_ids(const std::vector<double>& values, int64_t k, std::vector<int32_t>& order);
+
 class TokenSampler {
  public:
   explicit TokenSampler(SamplingSettings settings) : settings_(settings) {}

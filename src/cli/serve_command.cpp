@@ -1,0 +1,98 @@
+// gpt serve: a local HTTP server for one trained model: the playground page, an OpenAI-style
+// completions API and /inspect (serve/http_server.h). Ctrl-C or SIGTERM ends it cleanly: running
+// streams get their last chunk and [DONE], then the process exits 0.
+#include <signal.h>
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "cli/checkpoint_options.h"
+#include "cli/commands.h"
+#include "cli/dtype_option.h"
+#include "cli/stop_signal.h"
+#include "core/check.h"
+#include "serve/http_server.h"
+
+namespace gpt {
+
+namespace {
+
+struct ServeCommandOptions {
+  CheckpointOptions model;
+  ServeOptions serve;
+  std::string dtype;
+  bool quiet = false;
+};
+
+void validate(const ServeCommandOptions& o, int64_t block_size) {
+  if (o.serve.port < 0 || o.serve.port > 65535) throw UserError("--port must be in [0, 65535] (0 = any free port)");
+  if (o.serve.max_clients < 1 || o.serve.max_clients > 1024) throw UserError("--max_clients must be in [1, 1024]");
+  if (o.serve.limits.max_tokens < 1) throw UserError("--max_tokens must be >= 1");
+  if (o.serve.context_shift < 0 || o.serve.context_shift > block_size)
+    throw UserError("--context_shift must be in [0, block_size = " + std::to_string(block_size) + "] (0 = exact)");
+}
+
+// What /v1/models calls the model: its run folder's name.
+std::string model_id(const std::string& checkpoint_path) {
+  const std::filesystem::path folder = std::filesystem::absolute(checkpoint_path).parent_path();
+  const std::string name = folder.filename().string();
+  return name.empty() ? "gpt" : name;
+}
+
+int run_serve(ServeCommandOptions& options) {
+  setup_logging(options.quiet);
+  LoadedModel loaded = options.model.load();
+  apply_dtype_option(options.dtype, *loaded.model);
+  validate(options, loaded.model->config().block_size);
+  options.serve.model_id = model_id(loaded.path);
+  HttpServer server(*loaded.model, loaded.vocab, options.serve);
+  const int port = server.bind();
+  spdlog::info("{}: {} parameters, block_size {}; up to {} completions at once", loaded.path,
+               loaded.model->params().parameter_count(), loaded.model->config().block_size, options.serve.max_clients);
+  std::printf("gpt serve: http://%s:%d/ (Ctrl-C to stop)\n", options.serve.host.c_str(), port);
+  std::fflush(stdout);
+
+  const StopSignalScope stop;
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;  // a client that hangs up is a failed write, not a signal
+  struct sigaction previous_pipe {};
+  ::sigaction(SIGPIPE, &ignore, &previous_pipe);
+  std::thread http([&] { server.serve(); });
+  while (stop.signal()->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  spdlog::info("stopping: ending the running completions");
+  server.stop();
+  http.join();
+  ::sigaction(SIGPIPE, &previous_pipe, nullptr);
+  spdlog::info("stopped");
+  return 0;
+}
+
+}  // namespace
+
+Command add_serve_command(CLI::App& app) {
+  auto options = std::make_shared<ServeCommandOptions>();
+  CLI::App* sub = app.add_subcommand("serve", "Serve a trained model: a playground page and an OpenAI-style API");
+  add_checkpoint_options(sub, options->model, "folder holding model.safetensors");
+  ServeOptions& s = options->serve;
+  sub->add_option("--host", s.host, "address to listen on (127.0.0.1: this machine only)")->capture_default_str();
+  sub->add_option("--port", s.port, "TCP port; 0 = any free port (printed)")->capture_default_str();
+  sub->add_option("--max_clients", s.max_clients,
+                  "completions (choices) generated at once, batched in each step; as many more may wait, and "
+                  "beyond that a request gets 503")
+      ->capture_default_str();
+  sub->add_option("--max_tokens", s.limits.max_tokens, "the most characters one choice may ask for")
+      ->capture_default_str();
+  sub->add_option("--context_shift", s.context_shift,
+                  "past block_size, as gpt sample's: 0 = exact, N = drop the oldest N characters and re-encode once")
+      ->capture_default_str();
+  add_dtype_option(sub, options->dtype);
+  sub->add_flag("--quiet", options->quiet, "log warnings and errors only");
+  return {sub, [options](const World&) { return run_serve(*options); }};
+}
+
+}  // namespace gpt

@@ -1,0 +1,97 @@
+// The one thread that runs the model for a server: continuous batching over a fixed number of
+// slots, like llama-server's. Each choice of each request holds a slot (a sequence of one
+// Generator, with its own KV cache, position and random stream) from its prompt to its last
+// character. Every step feeds each busy slot its next token in one batched forward, whatever
+// the slots' lengths; a slot whose context window moved (past block_size) is re-encoded in the
+// same step with the others that moved by as much. Requests that do not fit wait in order; more
+// than `max_waiting` waiting is a 503. What a choice generates depends only on its request and
+// seed, never on which other requests share its steps (see Generator::append_to).
+//
+// Memory is fixed when the engine starts: `slots` KV caches, the Generator's arena; a request
+// adds its prompt (at most block_size tokens) and its events (at most n * max_tokens).
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "core/rng.h"
+#include "data/utf8.h"
+#include "data/vocab.h"
+#include "model/gpt.h"
+#include "sample/generator.h"
+#include "sample/sampling.h"
+#include "serve/completion_job.h"
+#include "serve/stop_matcher.h"
+
+namespace gpt {
+
+struct EngineOptions {
+  int64_t slots = 32;
+  int64_t max_waiting = 32;
+  int64_t context_shift = 0;  // as gpt sample's: 0 = exact
+};
+
+class BatchEngine {
+ public:
+  BatchEngine(Gpt& model, const Vocab& vocab, EngineOptions options);
+  ~BatchEngine();
+  BatchEngine(const BatchEngine&) = delete;
+  BatchEngine& operator=(const BatchEngine&) = delete;
+
+  // Queues a request; RequestError 503 when too many are waiting or the engine is shutting down.
+  void submit(const std::shared_ptr<CompletionJob>& job);
+  // Runs `task` on the engine's thread between two steps and returns when it is done (model work
+  // other than generation, such as /inspect); RequestError 503 when shutting down.
+  void run(const std::function<void()>& task);
+  // Ends every running and waiting request (finish_reason "stop"), then the thread; idempotent.
+  void shutdown();
+
+  struct Load {
+    int64_t busy_slots = 0, slots = 0, waiting = 0;
+  };
+  Load load() const;
+
+ private:
+  struct Slot;
+  struct Task;
+  void loop();
+  bool has_work() const;
+  void admit_waiting();
+  void step();
+  void feed(const std::vector<int64_t>& slots, int64_t n);
+  void after_logits(int64_t slot_index, const float* logits);
+  TokenLogprob token_logprob(const std::string& text, int32_t token, const float* logits, int64_t top);
+  void publish(Slot& slot, const StopMatcher::Released& released, FinishReason finish);
+  void finish(Slot& slot, FinishReason reason, StopMatcher::Released released);
+  void end_everything();
+
+  Gpt& model_;
+  const Vocab& vocab_;
+  const EngineOptions options_;
+  Generator generator_;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  // Scratch of the engine thread, reused from step to step.
+  std::vector<double> log_probs_;  // [V]
+  std::vector<int32_t> order_;     // [V]
+  std::vector<int32_t> feed_tokens_;
+  std::vector<int64_t> feed_slots_, feed_group_;
+  std::vector<std::pair<int64_t, int64_t>> feed_order_;
+
+  mutable std::mutex mutex_;  // guards what follows
+  std::condition_variable wake_;
+  std::deque<std::shared_ptr<CompletionJob>> waiting_;
+  std::deque<Task*> tasks_;
+  int64_t busy_slots_ = 0;
+  bool stopping_ = false;
+
+  std::thread thread_;
+};
+
+}  // namespace gpt

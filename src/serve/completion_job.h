@@ -1,0 +1,68 @@
+// One completion request in flight: what the engine thread generates for it and what the HTTP
+// thread serving it takes, passed through a queue of events under a mutex. The engine publishes,
+// the client side takes; a client that goes away cancels, and the engine frees its slots at
+// its next step.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "serve/completion_request.h"
+
+namespace gpt {
+
+enum class FinishReason { none, length, stop };
+const char* finish_reason_name(FinishReason reason);
+
+struct TokenLogprob {
+  std::string token;  // the character's text (a byte vocabulary's byte may not be UTF-8 on its own)
+  double logprob = 0;
+  std::vector<std::pair<std::string, double>> top;  // the most likely characters, most likely first
+};
+
+// Text released to one choice (possibly none), the log-probabilities of the tokens it covers,
+// and whether the choice ended with it.
+struct ChoiceEvent {
+  int64_t choice = 0;
+  std::string text;
+  std::vector<TokenLogprob> logprobs;
+  FinishReason finish = FinishReason::none;
+  int64_t generated = 0;  // the choice's tokens so far
+};
+
+class CompletionJob {
+ public:
+  CompletionJob(CompletionRequest request, std::vector<int32_t> prompt, uint64_t seed)
+      : request_(std::move(request)), prompt_(std::move(prompt)), seed_(seed), open_choices_(request_.n) {}
+
+  const CompletionRequest& request() const { return request_; }
+  const std::vector<int32_t>& prompt() const { return prompt_; }  // cropped to block_size
+  uint64_t seed() const { return seed_; }
+
+  // Engine side.
+  void publish(ChoiceEvent event);
+
+  // Client side: waits up to `timeout` for events and appends them to `out`; false once every
+  // choice has finished and all its events were taken.
+  bool take(std::vector<ChoiceEvent>& out, std::chrono::milliseconds timeout);
+  void cancel() { cancelled_ = true; }
+  bool cancelled() const { return cancelled_; }
+
+ private:
+  const CompletionRequest request_;
+  const std::vector<int32_t> prompt_;
+  const uint64_t seed_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::vector<ChoiceEvent> events_;
+  int64_t open_choices_;
+  std::atomic<bool> cancelled_{false};
+};
+
+}  // namespace gpt

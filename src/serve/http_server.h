@@ -1,0 +1,73 @@
+// `gpt serve`'s HTTP side (cpp-httplib): the playground page, an OpenAI-style completions API
+// (llama-server's shape), /inspect, /health. Requests are parsed and checked here; generation runs
+// on the BatchEngine's thread, /inspect too (between steps). Nothing of a request reaches the file
+// system; every refusal is JSON naming the field: {"error": {"message", "type", "param", "code"}}.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+
+#include "data/vocab.h"
+#include "model/gpt.h"
+#include "serve/batch_engine.h"
+#include "serve/completion_request.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gpt {
+
+struct ServeOptions {
+  std::string host = "127.0.0.1";
+  int port = 8080;           // 0: any free port
+  int64_t max_clients = 32;  // choices generating at once; as many more may wait
+  int64_t context_shift = 0;
+  ServeLimits limits;
+  std::string model_id;  // what /v1/models calls the model
+  int64_t max_body_bytes = 1 << 20;
+  int read_timeout_seconds = 5;   // a client slower than this to send its request is dropped
+  int write_timeout_seconds = 5;  // a client that reads its stream slower than this is dropped
+};
+
+class HttpServer {
+ public:
+  HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options);
+  ~HttpServer();
+
+  // Binds the socket; returns the port (the chosen one for port 0). Throws UserError when it cannot.
+  int bind();
+  // Serves until stop(); call from one thread.
+  void serve();
+  // Ends running completions (their streams close properly), then stops serving. Any thread.
+  void stop();
+
+ private:
+  void add_routes();
+  std::shared_ptr<CompletionJob> start_completion(const std::string& body);
+  void complete(const httplib::Request& req, httplib::Response& res);
+  nlohmann::json whole_completion(CompletionJob& job, nlohmann::json head);
+  void stream_completion(const std::shared_ptr<CompletionJob>& job, const nlohmann::json& head, httplib::Response& res);
+  nlohmann::json models_json() const;
+  uint64_t fresh_seed();
+
+  Gpt& model_;
+  const Vocab& vocab_;
+  ServeOptions options_;
+  BatchEngine engine_;
+  std::unique_ptr<httplib::Server> http_;
+  std::mutex seed_mutex_;
+  std::mt19937_64 seeds_;
+  std::atomic<uint64_t> next_id_{0};
+  std::atomic<int64_t> open_streams_{0};
+  const int64_t created_;
+};
+
+}  // namespace gpt

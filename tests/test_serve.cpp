@@ -1,0 +1,580 @@
+// gpt serve in process, on loopback: the completions API against gpt sample's generation (the
+// same text for the same request and seed, whatever else the server is doing), server-sent
+// events, logprobs against the model's own forward, /inspect against gpt heads, and every kind
+// of bad input, slow or vanishing client, overload and shutdown.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "cli_runner.h"
+#include "core/atomic_file.h"
+#include "core/graph.h"
+#include "core/random_streams.h"
+#include "inspect/heads_analysis.h"
+#include "process_runner.h"
+#include "sample/text_generation.h"
+#include "serve/completion_request.h"
+#include "serve/http_server.h"
+#include "serve/stop_matcher.h"
+#include "training_fixtures.h"
+
+namespace gpt {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const std::u32string kSymbols = U"\n !,.abcdehlo";  // sorted: the vocabulary's ids in order
+
+std::unique_ptr<Gpt> random_model(int64_t block_size) {
+  GptConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 16;
+  c.block_size = block_size;
+  c.vocab_size = static_cast<int64_t>(kSymbols.size());
+  c.dropout = 0;
+  auto model = std::make_unique<Gpt>(c);
+  Rng rng(5);
+  ParamStore& p = model->params();
+  for (std::size_t i = 0; i < p.padded_floats(); ++i) p.data()[i] = static_cast<float>(rng.normal() * 0.4);
+  return model;
+}
+
+// An open TCP connection to the server, for what an HTTP client library would not do: stall,
+// vanish mid-stream.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) : fd_(::socket(AF_INET, SOCK_STREAM, 0)) {
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0;
+    timeval timeout{10, 0};
+    ::setsockopt(fd_, SOL_SOCKET, SO_RCVTIMEO, &timeout, sizeof timeout);
+  }
+  ~RawConnection() { close(); }
+  bool connected() const { return connected_; }
+  bool send(const std::string& bytes) {
+    return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
+  }
+  // Reads until `marker` arrives or the connection ends; returns what was read.
+  std::string read_until(const std::string& marker) {
+    std::string got;
+    char buffer[4096];
+    while (got.find(marker) == std::string::npos) {
+      const ssize_t n = ::recv(fd_, buffer, sizeof buffer, 0);
+      if (n <= 0) break;
+      got.append(buffer, static_cast<std::size_t>(n));
+    }
+    return got;
+  }
+  void close() {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+ private:
+  int fd_;
+  bool connected_ = false;
+};
+
+std::string post_request(const std::string& path, const std::string& body) {
+  return "POST " + path + " HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(body.size()) + "\r\n\r\n" + body;
+}
+
+// What gpt sample generates for a request: its Generator, its random streams, its sampler.
+std::vector<std::string> sample_texts(Gpt& model, const Vocab& vocab, const std::string& prompt, int64_t n,
+                                      uint64_t seed, const GenerationSettings& settings) {
+  std::vector<int32_t> ids = vocab.encode(prompt, "prompt");
+  crop_prompt(ids, model.config().block_size);
+  Generator generator(model, n);
+  std::vector<Rng> rngs;
+  for (int64_t s = 0; s < n; ++s) rngs.push_back(sample_stream(seed, s));
+  std::vector<std::string> texts(static_cast<std::size_t>(n));
+  generate(generator, ids, settings, rngs, [&](int64_t s, int32_t id, const float*) { texts[s] += vocab.decode(id); });
+  return texts;
+}
+
+// The data: lines of a server-sent event stream, in order; "[DONE]" as a string.
+std::vector<json> stream_events(const std::string& body, bool& ended_with_done) {
+  std::vector<json> events;
+  ended_with_done = false;
+  std::size_t at = 0;
+  while (at < body.size()) {
+    const std::size_t end = body.find("\n\n", at);
+    EXPECT_NE(end, std::string::npos) << "an event without its blank line: " << body.substr(at);
+    if (end == std::string::npos) break;
+    const std::string event = body.substr(at, end - at);
+    EXPECT_EQ(event.rfind("data: ", 0), 0u) << event;
+    EXPECT_EQ(event.find('\n'), std::string::npos) << "one data line per event: " << event;
+    EXPECT_FALSE(ended_with_done) << "an event after [DONE]";
+    if (event == "data: [DONE]")
+      ended_with_done = true;
+    else
+      events.push_back(json::parse(event.substr(6)));
+    at = end + 2;
+  }
+  return events;
+}
+
+class Serve : public ::testing::Test {
+ protected:
+  std::unique_ptr<Gpt> model = random_model(16);
+  Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  std::unique_ptr<HttpServer> server;
+  std::thread serving;
+  int port = 0;
+
+  void start(ServeOptions options = {}) {
+    options.port = 0;
+    options.model_id = "test";
+    server = std::make_unique<HttpServer>(*model, vocab, options);
+    port = server->bind();
+    serving = std::thread([this] { server->serve(); });
+    for (int i = 0; i < 200 && !client().Get("/health"); ++i) std::this_thread::sleep_for(10ms);
+  }
+  void TearDown() override {
+    if (server) server->stop();
+    if (serving.joinable()) serving.join();
+  }
+  httplib::Client client() const {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(30, 0);
+    return c;
+  }
+  json post(const std::string& path, const json& body, int expected_status = 200) {
+    auto res = client().Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, expected_status) << res->body;
+    return json::parse(res->body);
+  }
+  GenerationSettings settings(int64_t max_tokens, double temperature = 0.8, int64_t top_k = 200) const {
+    GenerationSettings s;
+    s.max_new_tokens = max_tokens;
+    s.sampling.temperature = temperature;
+    s.sampling.top_k = top_k;
+    return s;
+  }
+  bool healthy() {
+    auto res = client().Get("/health");
+    return res && res->status == 200 && json::parse(res->body)["status"] == "ok";
+  }
+};
+
+TEST_F(Serve, CompletionIsGptSampleText) {
+  start();
+  // 40 characters of a 16-character context: the exact mode's window moves for most of them.
+  const json r =
+      post("/v1/completions",
+           {{"prompt", "hello, "}, {"max_tokens", 40}, {"n", 3}, {"seed", 5}, {"temperature", 0.9}, {"top_k", 6}});
+  const std::vector<std::string> expected = sample_texts(*model, vocab, "hello, ", 3, 5, settings(40, 0.9, 6));
+  ASSERT_EQ(r["choices"].size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(r["choices"][i]["index"], i);
+    EXPECT_EQ(r["choices"][i]["text"], expected[i]) << i;
+    EXPECT_EQ(r["choices"][i]["finish_reason"], "length");
+  }
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_EQ(r["model"], "test");
+  EXPECT_EQ(r["seed"], 5);
+  EXPECT_EQ(r["usage"]["prompt_tokens"], 7);
+  EXPECT_EQ(r["usage"]["completion_tokens"], 120);
+  // Without a seed the server draws one and says which: asking with it gives the same text.
+  const json drawn = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 12}});
+  const json again = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 12}, {"seed", drawn["seed"]}});
+  EXPECT_EQ(drawn["choices"][0]["text"], again["choices"][0]["text"]);
+}
+
+// The batch a request's characters share with others' changes from step to step; its text does not.
+TEST_F(Serve, ConcurrentRequestsGetTheTextTheyGetAlone) {
+  ServeOptions options;
+  // 16 choices for 8 slots: some wait for others to finish (and at most 8 requests wait: no 503).
+  options.max_clients = 8;
+  options.context_shift = 4;
+  start(options);
+  std::vector<std::future<json>> results;
+  for (int r = 0; r < 8; ++r)
+    results.push_back(std::async(std::launch::async, [this, r] {
+      const std::string prompt = std::string("hello, hello").substr(0, 1 + r);
+      return post("/v1/completions",
+                  {{"prompt", prompt}, {"max_tokens", 10 + 7 * r}, {"n", 1 + r % 3}, {"seed", 100 + r}});
+    }));
+  for (int r = 0; r < 8; ++r) {
+    const json got = results[r].get();
+    GenerationSettings s = settings(10 + 7 * r);
+    s.context_shift = 4;
+    const std::vector<std::string> expected =
+        sample_texts(*model, vocab, std::string("hello, hello").substr(0, 1 + r), 1 + r % 3, 100 + r, s);
+    ASSERT_EQ(got["choices"].size(), expected.size()) << r;
+    for (std::size_t i = 0; i < expected.size(); ++i)
+      EXPECT_EQ(got["choices"][i]["text"], expected[i]) << r << " " << i;
+  }
+}
+
+TEST_F(Serve, StreamIsServerSentEventsOfOneCharacterEach) {
+  start();
+  const json request = {{"prompt", "hello"}, {"max_tokens", 25}, {"n", 2}, {"seed", 9}, {"stream", true}};
+  auto res = client().Post("/v1/completions", request.dump(), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+  bool done = false;
+  const std::vector<json> events = stream_events(res->body, done);
+  EXPECT_TRUE(done);
+  std::vector<std::string> texts(2);
+  std::vector<int> finishes(2, 0);
+  for (const json& e : events) {
+    const json& choice = e["choices"][0];
+    const std::size_t i = choice["index"];
+    EXPECT_EQ(finishes[i], 0) << "an event after its choice finished";
+    if (choice["finish_reason"].is_null()) {
+      EXPECT_EQ(choice["text"].get<std::string>().size(), 1u) << "one character per event";
+    } else {
+      EXPECT_EQ(choice["finish_reason"], "length");
+      ++finishes[i];
+    }
+    texts[i] += choice["text"].get<std::string>();
+  }
+  EXPECT_EQ(finishes, std::vector<int>({1, 1}));
+  EXPECT_EQ(texts, sample_texts(*model, vocab, "hello", 2, 9, settings(25)));
+}
+
+// logprobs are the model's own: against a full forward over the text (nanoGPT's way).
+TEST_F(Serve, LogprobsAreTheModelsNextCharacterLogProbabilities) {
+  start();
+  const json r = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 8}, {"seed", 3}, {"logprobs", 3}});
+  const json& lp = r["choices"][0]["logprobs"];
+  const std::string text = r["choices"][0]["text"];
+  ASSERT_EQ(lp["tokens"].size(), 8u);
+  std::vector<int32_t> ids = vocab.encode("hello" + text, "text");
+  Arena arena;
+  Graph g(arena);
+  NoGradGuard no_grad(g);
+  Rng unused(0);
+  const Gpt::Output out = model->forward(g, ids.data(), 1, static_cast<int64_t>(ids.size()), nullptr, false, unused);
+  const int64_t V = model->config().vocab_size;
+  for (std::size_t i = 0; i < 8; ++i) {
+    const float* logits = out.logits.data + (4 + i) * V;
+    double max = logits[0], sum = 0;
+    for (int64_t v = 0; v < V; ++v) max = std::max(max, static_cast<double>(logits[v]));
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(logits[v] - max);
+    const double log_z = max + std::log(sum);
+    EXPECT_EQ(lp["tokens"][i], std::string(1, text[i]));
+    EXPECT_NEAR(lp["token_logprobs"][i].get<double>(), logits[ids[5 + i]] - log_z, 1e-4) << i;
+    ASSERT_EQ(lp["top_logprobs"][i].size(), 3u);
+    double best = -1e9;
+    for (const auto& [token, value] : lp["top_logprobs"][i].items()) best = std::max(best, value.get<double>());
+    EXPECT_NEAR(best, max - log_z, 1e-4) << i;
+    EXPECT_EQ(lp["text_offset"][i], i);
+  }
+  EXPECT_TRUE(post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 2}})["choices"][0]["logprobs"].is_null());
+}
+
+TEST_F(Serve, StopSequencesEndTheTextBeforeThem) {
+  start();
+  const json greedy = {{"prompt", "hello"}, {"max_tokens", 30}, {"temperature", 0}};
+  const std::string whole = post("/v1/completions", greedy)["choices"][0]["text"];
+  ASSERT_EQ(whole.size(), 30u);
+  const std::string stop = whole.substr(12, 3);
+  const std::size_t first = whole.find(stop);
+  json stopped = greedy;
+  stopped["stop"] = json::array({"zzz", stop});
+  const json r = post("/v1/completions", stopped);
+  EXPECT_EQ(r["choices"][0]["text"], whole.substr(0, first));
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  stopped["stream"] = true;
+  auto res = client().Post("/v1/completions", stopped.dump(), "application/json");
+  ASSERT_TRUE(res);
+  bool done = false;
+  std::string streamed;
+  for (const json& e : stream_events(res->body, done)) streamed += e["choices"][0]["text"].get<std::string>();
+  EXPECT_EQ(streamed, whole.substr(0, first)) << "no part of a stop sequence is ever sent";
+}
+
+TEST(StopMatcher, HoldsBackWhatMayStartAStopSequence) {
+  StopMatcher m({"ab", "xyz"});
+  EXPECT_EQ(m.push("q").text, "q");
+  StopMatcher::Released held = m.push("x");
+  EXPECT_EQ(held.text, "");
+  EXPECT_EQ(held.tokens, 0);
+  held = m.push("y");
+  EXPECT_EQ(held.text, "");
+  held = m.push("q");  // "xyq" can no longer become "xyz"
+  EXPECT_EQ(held.text, "xyq");
+  EXPECT_EQ(held.tokens, 3);
+  EXPECT_EQ(m.push("a").text, "");
+  const StopMatcher::Released stopped = m.push("b");
+  EXPECT_TRUE(stopped.stopped);
+  EXPECT_EQ(stopped.text, "");
+  StopMatcher tail({"ab"});
+  EXPECT_EQ(tail.push("a").text, "");
+  EXPECT_EQ(tail.flush().text, "a");
+  StopMatcher none({});
+  EXPECT_EQ(none.push("a").text, "a");
+}
+
+TEST(CompletionRequest, DefaultsAreGptSamples) {
+  const CompletionRequest r = parse_completion_request(R"({"prompt": ["hi"]})", {});
+  EXPECT_EQ(r.prompt, "hi");
+  EXPECT_EQ(r.sampling.temperature, SamplingSettings{}.temperature);
+  EXPECT_EQ(r.sampling.top_k, SamplingSettings{}.top_k);
+  EXPECT_EQ(r.sampling.top_p, SamplingSettings{}.top_p);
+  EXPECT_EQ(r.n, 1);
+  EXPECT_FALSE(r.seed);
+  EXPECT_FALSE(r.logprobs);
+  EXPECT_EQ(parse_completion_request(R"({"prompt": "hi", "max_tokens": 3.0, "model": "x"})", {}).max_tokens, 3);
+}
+
+TEST_F(Serve, BadRequestsGet4xxNamingTheFieldAndTheServerGoesOn) {
+  ServeOptions options;
+  options.max_body_bytes = 4096;
+  start(options);
+  const std::vector<std::tuple<std::string, int, std::string>> cases = {
+      {"{\"prompt\": \"hel", 400, ""},
+      {"[1, 2]", 400, ""},
+      {"{}", 400, "prompt"},
+      {R"({"prompt": 5})", 400, "prompt"},
+      {R"({"prompt": ""})", 400, "prompt"},
+      {R"({"prompt": "hello", "max_tokens": -1})", 400, "max_tokens"},
+      {R"({"prompt": "hello", "max_tokens": 1e30})", 400, "max_tokens"},
+      {R"({"prompt": "hello", "max_tokens": 18446744073709551615})", 400, "max_tokens"},
+      {R"({"prompt": "hello", "max_tokens": "5"})", 400, "max_tokens"},
+      {R"({"prompt": "hello", "temperature": -0.5})", 400, "temperature"},
+      {R"({"prompt": "hello", "temperature": "hot"})", 400, "temperature"},
+      {R"({"prompt": "hello", "top_p": 0})", 400, "top_p"},
+      {R"({"prompt": "hello", "top_k": 2.5})", 400, "top_k"},
+      {R"({"prompt": "hello", "n": 0})", 400, "n"},
+      {R"({"prompt": "hello", "n": 1000000})", 400, "n"},
+      {R"({"prompt": "hello", "seed": -3})", 400, "seed"},
+      {R"({"prompt": "hello", "stream": "yes"})", 400, "stream"},
+      {R"({"prompt": "hello", "stop": 7})", 400, "stop"},
+      {R"({"prompt": "hello", "stop": ["a", "b", "c", "d", "e"]})", 400, "stop"},
+      {R"({"prompt": "hello", "logprobs": 1000})", 400, "logprobs"},
+      {R"({"prompt": "hello", "echo": true})", 400, "echo"},
+      {R"({"prompt": "héllo"})", 400, "prompt"},  // é is not in the vocabulary
+      {"{\"prompt\": \"h\xff\xfe\"}", 400, ""},   // not UTF-8
+      {R"({"text": 5})", 400, "text"},            // (sent to /inspect below)
+  };
+  for (std::size_t i = 0; i + 1 < cases.size(); ++i) {
+    const auto& [body, status, param] = cases[i];
+    auto res = client().Post("/v1/completions", body, "application/json");
+    ASSERT_TRUE(res) << body;
+    EXPECT_EQ(res->status, status) << body << " -> " << res->body;
+    const json error = json::parse(res->body)["error"];
+    EXPECT_FALSE(error["message"].get<std::string>().empty()) << body;
+    if (!param.empty()) {
+      EXPECT_EQ(error["param"], param) << body;
+    }
+  }
+  auto res = client().Post("/inspect", std::get<0>(cases.back()), "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_EQ(json::parse(res->body)["error"]["param"], "text");
+  res = client().Post("/v1/completions", "{\"prompt\": \"" + std::string(8000, 'a') + "\"}", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 413);
+  res = client().Get("/etc/passwd");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_NE(json::parse(res->body)["error"]["message"].get<std::string>().find("no such endpoint"), std::string::npos);
+  EXPECT_TRUE(healthy());
+  EXPECT_EQ(
+      post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 3}})["choices"][0]["text"].get<std::string>().size(),
+      3u);
+}
+
+// A client that sends its request a byte at a time (slowloris) holds one connection until the read
+// timeout drops it; everyone else is served meanwhile.
+TEST_F(Serve, SlowClientIsDroppedWhileOthersAreServed) {
+  ServeOptions options;
+  options.read_timeout_seconds = 1;
+  start(options);
+  RawConnection slow(port);
+  ASSERT_TRUE(slow.connected());
+  ASSERT_TRUE(slow.send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"));
+  EXPECT_TRUE(healthy());
+  EXPECT_EQ(
+      post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 5}})["choices"][0]["text"].get<std::string>().size(),
+      5u);
+  const auto before = std::chrono::steady_clock::now();
+  slow.read_until("\r\n\r\n");  // the server closes it (possibly after an error response)
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 8s);
+  EXPECT_TRUE(healthy());
+}
+
+TEST_F(Serve, DisconnectMidStreamFreesTheSlot) {
+  start();
+  RawConnection vanishing(port);
+  ASSERT_TRUE(vanishing.send(
+      post_request("/v1/completions", json({{"prompt", "hello"}, {"max_tokens", 4096}, {"stream", true}}).dump())));
+  EXPECT_NE(vanishing.read_until("data: ").find("data: "), std::string::npos);
+  EXPECT_EQ(json::parse(client().Get("/health")->body)["slots_busy"], 1);
+  vanishing.close();
+  int busy = 1;
+  for (int i = 0; i < 500 && busy != 0; ++i) {
+    std::this_thread::sleep_for(20ms);
+    busy = json::parse(client().Get("/health")->body)["slots_busy"];
+  }
+  EXPECT_EQ(busy, 0) << "the slot of a client that went away is still generating";
+}
+
+TEST_F(Serve, ClientsBeyondTheLimitWaitThenGet503) {
+  ServeOptions options;
+  options.max_clients = 1;  // one generating, one waiting
+  start(options);
+  RawConnection holder(port);
+  ASSERT_TRUE(holder.send(
+      post_request("/v1/completions", json({{"prompt", "hello"}, {"max_tokens", 4096}, {"stream", true}}).dump())));
+  holder.read_until("data: ");
+  auto waiting = std::async(std::launch::async, [this] {
+    return post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 4}});
+  });
+  for (int i = 0; i < 500 && json::parse(client().Get("/health")->body)["waiting"] != 1; ++i)
+    std::this_thread::sleep_for(10ms);
+  auto refused = client().Post("/v1/completions", R"({"prompt": "hello"})", "application/json");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_EQ(refused->get_header_value("Retry-After"), "1");
+  EXPECT_NE(json::parse(refused->body)["error"]["message"].get<std::string>().find("busy"), std::string::npos);
+  holder.close();  // frees the slot: the waiting request runs
+  EXPECT_EQ(waiting.get()["choices"][0]["text"].get<std::string>().size(), 4u);
+}
+
+TEST_F(Serve, ShutdownWhileStreamingEndsStreamsCleanly) {
+  start();
+  RawConnection streaming(port);
+  ASSERT_TRUE(streaming.send(
+      post_request("/v1/completions", json({{"prompt", "hello"}, {"max_tokens", 4096}, {"stream", true}}).dump())));
+  streaming.read_until("data: ");
+  std::thread stopper([this] { server->stop(); });
+  const std::string rest = streaming.read_until("data: [DONE]\n\n");
+  stopper.join();
+  EXPECT_NE(rest.find("\"finish_reason\":\"stop\""), std::string::npos)
+      << rest.substr(rest.size() > 400 ? rest.size() - 400 : 0);
+  EXPECT_NE(rest.find("data: [DONE]\n\n"), std::string::npos);
+}
+
+TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
+  start();
+  const std::string text = "hello, hello. abc de";  // 20 characters: the first 4 are cropped
+  const json r = post("/inspect", {{"text", text}, {"top_k", 3}});
+  EXPECT_EQ(r["dropped"], 4);
+  const int64_t n = 16, V = model->config().vocab_size;
+  ASSERT_EQ(r["tokens"].size(), 16u);
+  std::vector<int32_t> ids = vocab.encode(text.substr(4), "text");
+  std::vector<float> logits;
+  const HeadsReportInput heads = analyze_heads(*model, vocab, ids, 8, 1337, &logits);
+  for (int64_t t = 0; t < n; ++t) {
+    const json& p = r["positions"][t];
+    ASSERT_EQ(p["top"].size(), 3u);
+    if (t + 1 == n) {
+      EXPECT_TRUE(p["next"].is_null());
+      continue;
+    }
+    const float* row = logits.data() + t * V;
+    double sum = 0, max = *std::max_element(row, row + V);
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - max);
+    EXPECT_EQ(p["next"], text.substr(5 + t, 1));
+    EXPECT_NEAR(p["p_next"].get<double>(), std::exp(row[ids[t + 1]] - max) / sum, 1e-6);
+    EXPECT_NEAR(p["top"][0]["p"].get<double>(), 1 / sum, 1e-4);
+  }
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(r["head_labels"][l][h], heads.scores[l * 2 + h].label);
+      for (int64_t t = 0; t < n; ++t) {
+        const std::vector<double> weights = r["attention"][l][h][t];
+        ASSERT_EQ(weights.size(), static_cast<std::size_t>(t + 1));
+        double total = 0;
+        for (double w : weights) total += w;
+        EXPECT_NEAR(total, 1.0, 1e-3);
+        EXPECT_NEAR(weights[0], heads.prompt_attention[((l * 2 + h) * n + t) * n], 1e-4);
+      }
+    }
+}
+
+TEST_F(Serve, PageModelsAndHealth) {
+  start();
+  auto page = client().Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_NE(page->get_header_value("Content-Type").find("text/html"), std::string::npos);
+  EXPECT_NE(page->body.find("</html>"), std::string::npos);
+  const json models = json::parse(client().Get("/v1/models")->body);
+  EXPECT_EQ(models["data"][0]["id"], "test");
+  EXPECT_EQ(models["data"][0]["meta"]["vocab"].size(), kSymbols.size());
+  EXPECT_EQ(models["data"][0]["meta"]["block_size"], 16);
+  EXPECT_TRUE(healthy());
+}
+
+// The binary: `gpt serve` prints its address, answers as `gpt sample` does, and on SIGTERM ends a
+// running stream properly and exits 0.
+TEST(ServeCommand, AnswersAsSampleDoesAndStopsCleanlyOnSigterm) {
+  using testing::ChildProcess, testing::ScratchDir, testing::run_gpt;
+  ScratchDir dir;
+  const std::string corpus = dir.write("corpus.txt", testing::generated_corpus(8000)), out = dir.file("out");
+  ASSERT_EQ(run_gpt("train --data_path " + corpus + " --out_dir " + out +
+                    " --n_layer 1 --n_head 2 --n_embd 16 --block_size 8 --batch_size 4 --max_iters 20"
+                    " --eval_interval 10 --eval_iters 2 --warmup_iters 2 --lr_decay_iters 20")
+                .exit_code,
+            0);
+  const std::string prompt = read_whole_file(corpus).substr(0, 3), log_path = dir.file("serve.log");
+  ChildProcess server({"serve", "--out_dir", out, "--port", "0", "--threads", "1"}, log_path);
+  int port = 0;
+  for (int i = 0; i < 3000 && port == 0; ++i) {
+    const std::string text = std::filesystem::exists(log_path) ? read_whole_file(log_path) : "";
+    const std::size_t at = text.find("http://127.0.0.1:");
+    if (at != std::string::npos) port = std::atoi(text.c_str() + at + 17);
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GT(port, 0) << read_whole_file(log_path);
+  httplib::Client client("127.0.0.1", port);
+  client.set_read_timeout(60, 0);
+  auto res = client.Post("/v1/completions", json({{"prompt", prompt}, {"max_tokens", 30}, {"seed", 7}}).dump(),
+                         "application/json");
+  ASSERT_TRUE(res);
+  const std::string sampled =
+      run_gpt("sample --out_dir " + out + " --prompt '" + prompt + "' --max_new_tokens 30 --seed 7 --quiet", true)
+          .output;
+  EXPECT_EQ(prompt + json::parse(res->body)["choices"][0]["text"].get<std::string>() + "\n---------------\n", sampled);
+
+  auto stream = std::async(std::launch::async, [&] {
+    httplib::Client streaming("127.0.0.1", port);
+    streaming.set_read_timeout(60, 0);
+    auto r =
+        streaming.Post("/v1/completions", json({{"prompt", prompt}, {"max_tokens", 4096}, {"stream", true}}).dump(),
+                       "application/json");
+    return r ? r->body : std::string();
+  });
+  for (int i = 0; i < 3000; ++i) {
+    auto health = client.Get("/health");
+    if (health && json::parse(health->body)["slots_busy"] == 1) break;
+    std::this_thread::sleep_for(10ms);
+  }
+  server.signal(SIGTERM);
+  const std::optional<int> code = server.wait_for(60s);
+  ASSERT_TRUE(code.has_value()) << "still running 60 s after SIGTERM";
+  EXPECT_EQ(*code, 0) << read_whole_file(log_path);
+  const std::string body = stream.get();
+  EXPECT_NE(body.find("\"finish_reason\":\"stop\""), std::string::npos);
+  EXPECT_EQ(body.substr(body.size() - 14), "data: [DONE]\n\n");
+}
+
+}  // namespace
+}  // namespace gpt
