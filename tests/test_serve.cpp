@@ -198,6 +198,10 @@ TEST_F(Serve, CompletionIsGptSampleText) {
   EXPECT_EQ(r["usage"]["completion_tokens"], 120);
   // Without a seed the server draws one and says which: asking with it gives the same text.
   const json drawn = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 12}});
+  EXPECT_LT(drawn["seed"].get<uint64_t>(), uint64_t{1} << 53) << "exact in a JavaScript number";
+  const auto now =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch());
+  EXPECT_NEAR(drawn["created"].get<double>(), static_cast<double>(now.count()), 5.0);
   const json again = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 12}, {"seed", drawn["seed"]}});
   EXPECT_EQ(drawn["choices"][0]["text"], again["choices"][0]["text"]);
 }
@@ -282,7 +286,7 @@ TEST_F(Serve, LogprobsAreTheModelsNextCharacterLogProbabilities) {
     double best = -1e9;
     for (const auto& [token, value] : lp["top_logprobs"][i].items()) best = std::max(best, value.get<double>());
     EXPECT_NEAR(best, max - log_z, 1e-4) << i;
-    EXPECT_EQ(lp["text_offset"][i], i);
+    EXPECT_EQ(lp["text_offset"][i], 5 + i);  // bytes of prompt + text, as OpenAI's
   }
   EXPECT_TRUE(post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 2}})["choices"][0]["logprobs"].is_null());
 }
@@ -351,6 +355,7 @@ TEST_F(Serve, BadRequestsGet4xxNamingTheFieldAndTheServerGoesOn) {
       {"[1, 2]", 400, ""},
       {"{}", 400, "prompt"},
       {R"({"prompt": 5})", 400, "prompt"},
+      {R"({"prompt": [1, 2, 3]})", 400, "prompt"},
       {R"({"prompt": ""})", 400, "prompt"},
       {R"({"prompt": "hello", "max_tokens": -1})", 400, "max_tokens"},
       {R"({"prompt": "hello", "max_tokens": 1e30})", 400, "max_tokens"},
@@ -520,6 +525,8 @@ TEST_F(Serve, PageModelsAndHealth) {
   EXPECT_EQ(models["data"][0]["id"], "test");
   EXPECT_EQ(models["data"][0]["meta"]["vocab"].size(), kSymbols.size());
   EXPECT_EQ(models["data"][0]["meta"]["block_size"], 16);
+  EXPECT_EQ(json::parse(client().Get("/v1/models/test")->body)["id"], "test");
+  EXPECT_EQ(client().Get("/v1/models/other")->status, 404);
   EXPECT_TRUE(healthy());
 }
 

@@ -49,6 +49,8 @@ std::string string_field(const json& value, const std::string& field) {
 // A string, or an array of exactly one string (what OpenAI clients send for a batch of one).
 std::string prompt_field(const json& value) {
   if (value.is_array()) {
+    if (!value.empty() && !value[0].is_string())
+      refuse("prompt", "token ids are not accepted: send the text (one character per token)");
     if (value.size() != 1)
       refuse("prompt", "one prompt per request (an array of one string), got " + std::to_string(value.size()));
     return prompt_field(value[0]);

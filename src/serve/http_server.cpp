@@ -16,13 +16,22 @@ namespace gpt {
 
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;  // fields in the order written (top_logprobs most likely first)
 
 // Model text may hold bytes that are not UTF-8 (a byte vocabulary's single bytes): replaced, not thrown.
-std::string dump(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
+template <typename Json>
+std::string dump(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 void send_json(httplib::Response& res, int status, const json& body) {
   res.status = status;
+  res.set_content(dump(body), "application/json");
+}
+
+// /inspect's answer: large, in nlohmann::json's (sorted) order.
+void send_inspection(httplib::Response& res, const nlohmann::json& body) {
+  res.status = 200;
   res.set_content(dump(body), "application/json");
 }
 
@@ -72,6 +81,7 @@ HttpServer::HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options)
   const auto threads = static_cast<std::size_t>(2 * options_.max_clients + 4);
   http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   http_->set_payload_max_length(static_cast<std::size_t>(options_.max_body_bytes));
+  http_->set_tcp_nodelay(true);  // a stream's small writes go out at once, not after the peer's ACK
   http_->set_read_timeout(options_.read_timeout_seconds, 0);
   http_->set_write_timeout(options_.write_timeout_seconds, 0);
   add_routes();
@@ -102,8 +112,16 @@ void HttpServer::stop() {
 
 uint64_t HttpServer::fresh_seed() {
   std::lock_guard lock(seed_mutex_);
-  return seeds_() >> 1;  // in [0, 2^63): a seed gpt sample --seed accepts
+  return seeds_() >> 11;  // in [0, 2^53): exact in a JavaScript number, so a page can send it back
 }
+
+namespace {
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+}  // namespace
 
 json HttpServer::models_json() const {
   const GptConfig& c = model_.config();
@@ -135,12 +153,19 @@ void HttpServer::add_routes() {
   });
   http_->Get("/v1/models",
              [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
+  http_->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+    if (req.matches[1] != options_.model_id)
+      throw RequestError(
+          404, "no model \"" + std::string(req.matches[1]) + "\": this server has \"" + options_.model_id + "\"",
+          "model");
+    send_json(res, 200, models_json()["data"][0]);
+  });
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res); });
   http_->Post("/inspect", [this](const httplib::Request& req, httplib::Response& res) {
     json result;
     engine_.run([&] { result = inspect_text(model_, vocab_, req.body); });
     result["model"] = options_.model_id;
-    send_json(res, 200, result);
+    send_inspection(res, result);
   });
   http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
     try {
@@ -187,7 +212,7 @@ void HttpServer::complete(const httplib::Request& req, httplib::Response& res) {
   const std::shared_ptr<CompletionJob> job = start_completion(req.body);
   const json head = {{"id", "cmpl-" + std::to_string(++next_id_)},
                      {"object", "text_completion"},
-                     {"created", created_},
+                     {"created", unix_seconds()},
                      {"model", options_.model_id},
                      {"seed", job->seed()}};
   if (job->request().stream)
@@ -213,7 +238,7 @@ json HttpServer::whole_completion(CompletionJob& job, json head) {
   json out_choices = json::array();
   int64_t completion_tokens = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
-    int64_t offset = 0;
+    auto offset = static_cast<int64_t>(job.request().prompt.size());
     json logprobs = job.request().logprobs ? logprobs_json(choices[i].logprobs, offset) : json(nullptr);
     out_choices.push_back({{"index", i},
                            {"text", choices[i].text},
@@ -236,7 +261,9 @@ void HttpServer::stream_completion(const std::shared_ptr<CompletionJob>& job, co
                                    httplib::Response& res) {
   res.set_header("Cache-Control", "no-cache");
   ++open_streams_;
-  auto offsets = std::make_shared<std::vector<int64_t>>(static_cast<std::size_t>(job->request().n), 0);
+  // text_offset counts bytes of prompt + text, as OpenAI's.
+  auto offsets = std::make_shared<std::vector<int64_t>>(static_cast<std::size_t>(job->request().n),
+                                                        static_cast<int64_t>(job->request().prompt.size()));
   res.set_chunked_content_provider(
       "text/event-stream",
       [job, head, offsets](std::size_t, httplib::DataSink& sink) {

@@ -53,9 +53,10 @@ class HttpServer {
   void add_routes();
   std::shared_ptr<CompletionJob> start_completion(const std::string& body);
   void complete(const httplib::Request& req, httplib::Response& res);
-  nlohmann::json whole_completion(CompletionJob& job, nlohmann::json head);
-  void stream_completion(const std::shared_ptr<CompletionJob>& job, const nlohmann::json& head, httplib::Response& res);
-  nlohmann::json models_json() const;
+  nlohmann::ordered_json whole_completion(CompletionJob& job, nlohmann::ordered_json head);
+  void stream_completion(const std::shared_ptr<CompletionJob>& job, const nlohmann::ordered_json& head,
+                         httplib::Response& res);
+  nlohmann::ordered_json models_json() const;
   uint64_t fresh_seed();
 
   Gpt& model_;
