@@ -43,6 +43,9 @@ class ChildProcess {
       ::execv(binary.c_str(), argv.data());
       ::_exit(127);
     }
+    // The parent sets the group too: a test that fails at once would otherwise kill(-pid) before
+    // the child's setpgid, signal no group, and wait forever for a child still running.
+    ::setpgid(pid_, pid_);
   }
   ChildProcess(const ChildProcess&) = delete;
   ChildProcess& operator=(const ChildProcess&) = delete;
