@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -132,6 +133,10 @@ std::vector<json> stream_events(const std::string& body, bool& ended_with_done) 
   }
   return events;
 }
+
+// A client that hangs up while the server writes must not end this test binary (gpt serve
+// ignores SIGPIPE the same way).
+const bool kSigpipeIgnored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 
 class Serve : public ::testing::Test {
  protected:
@@ -334,6 +339,20 @@ TEST(StopMatcher, HoldsBackWhatMayStartAStopSequence) {
   EXPECT_EQ(none.push("a").text, "a");
 }
 
+// A megabyte of nested brackets is refused, not dumped into the message (which recursed and
+// overflowed the stack: a crash of the whole server from one request).
+TEST(CompletionRequest, DeeplyNestedValuesAreRefusedWithoutRecursion) {
+  const std::string deep = std::string(500000, '[') + std::string(500000, ']');
+  for (const char* field : {"max_tokens", "stop", "temperature", "prompt"}) {
+    try {
+      parse_completion_request(std::string("{\"prompt\": \"a\", \"") + field + "\": " + deep + "}", {});
+      ADD_FAILURE() << field << " accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.param(), field);
+    }
+  }
+}
+
 TEST(CompletionRequest, DefaultsAreGptSamples) {
   const CompletionRequest r = parse_completion_request(R"({"prompt": ["hi"]})", {});
   EXPECT_EQ(r.prompt, "hi");
@@ -395,6 +414,9 @@ TEST_F(Serve, BadRequestsGet4xxNamingTheFieldAndTheServerGoesOn) {
   res = client().Post("/v1/completions", "{\"prompt\": \"" + std::string(8000, 'a') + "\"}", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 413);
+  res = client().Get("/v1/models", {{"Range", "bytes=0-1,2-3,4-5"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 416) << "a response copied once per range asked for";
   res = client().Get("/etc/passwd");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 404);
@@ -512,6 +534,18 @@ TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
         EXPECT_NEAR(weights[0], heads.prompt_attention[((l * 2 + h) * n + t) * n], 1e-4);
       }
     }
+}
+
+// A SIGTERM at start-up, before httplib's listen loop runs, used to be a stop() that did nothing.
+TEST_F(Serve, StopBeforeServingStartsEndsServing) {
+  ServeOptions options;
+  options.port = 0;
+  server = std::make_unique<HttpServer>(*model, vocab, options);
+  server->bind();
+  server->stop();
+  serving = std::thread([this] { server->serve(); });
+  serving.join();
+  EXPECT_TRUE(server->finished());
 }
 
 TEST_F(Serve, PageModelsAndHealth) {

@@ -63,11 +63,13 @@ int run_serve(ServeCommandOptions& options) {
   struct sigaction previous_pipe {};
   ::sigaction(SIGPIPE, &ignore, &previous_pipe);
   std::thread http([&] { server.serve(); });
-  while (stop.signal()->load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  while (stop.signal()->load() == 0 && !server.finished()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const bool failed = server.finished() && stop.signal()->load() == 0;
   spdlog::info("stopping: ending the running completions");
   server.stop();
   http.join();
   ::sigaction(SIGPIPE, &previous_pipe, nullptr);
+  if (failed) throw UserError("the server stopped accepting connections on its own", ExitCode::runtime);
   spdlog::info("stopped");
   return 0;
 }

@@ -13,36 +13,43 @@ using nlohmann::json;
   throw RequestError(400, field + ": " + message, field);
 }
 
+// A value for an error message: never an array or object, whose dump recurses as deep as the
+// client nested it (a megabyte of brackets would overflow the stack).
+std::string shown(const json& value) {
+  return value.is_structured() ? "an " + std::string(value.type_name()) : value.dump().substr(0, 80);
+}
+
 // An integer in [low, high]; JSON floats with an integral value (2.0) count as integers.
 int64_t integer_field(const json& value, const std::string& field, int64_t low, int64_t high) {
   double number = 0;
   if (value.is_number_unsigned()) {  // may exceed int64_t
     const uint64_t u = value.get<uint64_t>();
     if (u > static_cast<uint64_t>(high) || static_cast<int64_t>(u) < low)
-      refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + value.dump());
+      refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + shown(value));
     return static_cast<int64_t>(u);
   }
   if (value.is_number_integer()) {
     number = static_cast<double>(value.get<int64_t>());
-  } else if (value.is_number_float() && std::nearbyint(value.get<double>()) == value.get<double>()) {
+  } else if (value.is_number_float() && std::nearbyint(value.get<double>()) == value.get<double>() &&
+             std::fabs(value.get<double>()) < 0x1p62) {
     number = value.get<double>();
   } else {
-    refuse(field, "must be an integer, got " + value.dump());
+    refuse(field, "must be an integer, got " + shown(value));
   }
   if (number < static_cast<double>(low) || number > static_cast<double>(high))
-    refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + value.dump());
+    refuse(field, "must be in [" + std::to_string(low) + ", " + std::to_string(high) + "], got " + shown(value));
   return static_cast<int64_t>(number);
 }
 
 double number_field(const json& value, const std::string& field) {
-  if (!value.is_number()) refuse(field, "must be a number, got " + value.dump());
+  if (!value.is_number()) refuse(field, "must be a number, got " + shown(value));
   const double number = value.get<double>();
   if (!std::isfinite(number)) refuse(field, "must be finite");
   return number;
 }
 
 std::string string_field(const json& value, const std::string& field) {
-  if (!value.is_string()) refuse(field, "must be a string, got " + value.dump().substr(0, 80));
+  if (!value.is_string()) refuse(field, "must be a string, got " + shown(value));
   return value.get<std::string>();
 }
 

@@ -98,7 +98,11 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::serve() { http_->listen_after_bind(); }
+void HttpServer::serve() {
+  serve_entered_ = true;
+  if (!stop_requested_) http_->listen_after_bind();
+  serve_returned_ = true;
+}
 
 void HttpServer::stop() {
   engine_.shutdown();
@@ -107,6 +111,10 @@ void HttpServer::stop() {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options_.write_timeout_seconds + 1);
   while (open_streams_.load() > 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  // httplib's stop() does nothing until its listen loop runs: a serve() that has begun is let start.
+  stop_requested_ = true;
+  while (serve_entered_ && !serve_returned_ && !http_->is_running())
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   http_->stop();
 }
 
@@ -185,6 +193,12 @@ void HttpServer::add_routes() {
                                 : res.status == 413 ? "the body is larger than the server accepts"
                                                     : "the request was refused";
     send_json(res, res.status, error_body(res.status, message, ""));
+  });
+  // No endpoint serves byte ranges; httplib would copy a response once per range asked for.
+  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (req.ranges.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    send_json(res, 416, error_body(416, "byte ranges are not served", ""));
+    return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
     spdlog::info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);

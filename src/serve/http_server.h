@@ -46,6 +46,8 @@ class HttpServer {
   int bind();
   // Serves until stop(); call from one thread.
   void serve();
+  // Whether serve() has returned (after stop(), or when listening failed).
+  bool finished() const { return serve_returned_; }
   // Ends running completions (their streams close properly), then stops serving. Any thread.
   void stop();
 
@@ -68,6 +70,7 @@ class HttpServer {
   std::mt19937_64 seeds_;
   std::atomic<uint64_t> next_id_{0};
   std::atomic<int64_t> open_streams_{0};
+  std::atomic<bool> stop_requested_{false}, serve_entered_{false}, serve_returned_{false};
   const int64_t created_;
 };
 
