@@ -58,6 +58,14 @@ json logprobs_json(const std::vector<TokenLogprob>& entries, int64_t& offset) {
   return {{"tokens", tokens}, {"token_logprobs", token_logprobs}, {"top_logprobs", top}, {"text_offset", offsets}};
 }
 
+// One entry of "choices", whole or a stream's chunk; finish_reason null while the choice runs.
+json choice_json(int64_t index, const std::string& text, json logprobs, FinishReason finish) {
+  return {{"index", index},
+          {"text", text},
+          {"logprobs", std::move(logprobs)},
+          {"finish_reason", finish == FinishReason::none ? json(nullptr) : json(finish_reason_name(finish))}};
+}
+
 // What a whole (non-streamed) completion collects per choice.
 struct ChoiceText {
   std::string text;
@@ -254,10 +262,7 @@ json HttpServer::whole_completion(CompletionJob& job, json head) {
   for (std::size_t i = 0; i < choices.size(); ++i) {
     auto offset = static_cast<int64_t>(job.request().prompt.size());
     json logprobs = job.request().logprobs ? logprobs_json(choices[i].logprobs, offset) : json(nullptr);
-    out_choices.push_back({{"index", i},
-                           {"text", choices[i].text},
-                           {"logprobs", logprobs},
-                           {"finish_reason", finish_reason_name(choices[i].finish)}});
+    out_choices.push_back(choice_json(static_cast<int64_t>(i), choices[i].text, logprobs, choices[i].finish));
     completion_tokens += generated[i];
   }
   const auto prompt_tokens = static_cast<int64_t>(job.prompt().size());
@@ -286,12 +291,7 @@ void HttpServer::stream_completion(const std::shared_ptr<CompletionJob>& job, co
         for (ChoiceEvent& e : events) {
           json chunk = head;
           json logprobs = job->request().logprobs ? logprobs_json(e.logprobs, (*offsets)[e.choice]) : json(nullptr);
-          chunk["choices"] =
-              json::array({{{"index", e.choice},
-                            {"text", e.text},
-                            {"logprobs", logprobs},
-                            {"finish_reason",
-                             e.finish == FinishReason::none ? json(nullptr) : json(finish_reason_name(e.finish))}}});
+          chunk["choices"] = json::array({choice_json(e.choice, e.text, logprobs, e.finish)});
           const std::string line = "data: " + dump(chunk) + "\n\n";
           if (!sink.write(line.data(), line.size())) return false;
         }
