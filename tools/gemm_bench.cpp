@@ -3,12 +3,17 @@
 // measured bfloat16 peak. Benchmark only: OpenBLAS is never linked into gpt. Built on request
 // (cmake --build build --target gemm_bench, with libopenblas-dev installed) and run by
 // tools/bench_vs_torch.sh; prints one JSON object per line.
+//   gemm_bench [ROUNDS] [FILTER]   ROUNDS (default 5) alternating rounds per shape: each round times
+//                                  every contender (the median of its repetitions) one after the
+//                                  other, so a drift of the machine's speed hits them alike; the
+//                                  figures are medians over rounds, the ratio the median of the
+//                                  rounds' ratios. FILTER: only shapes whose name contains it.
 #include <cblas.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -25,9 +30,22 @@ struct Shape {
   long M, N, K;
 };
 
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Per round: seconds of ours, OpenBLAS, ours with bfloat16 inputs, and the VDPBF16PS kernel forced.
+struct Rounds {
+  std::vector<double> ours, blas, bf16, vdpbf16ps, ratio;
+};
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
+  const std::string filter = argc > 2 ? argv[2] : "";
   // B*T = 768 rows (CPU recipe: 12 x 64), C = 128; and 16384 rows (64 x 256), C = 384 (10.7M recipe).
   const Shape shapes[] = {
       {"cpu c_attn fwd  x W^T", false, true, 768, 384, 128},   {"cpu c_fc fwd    x W^T", false, true, 768, 512, 128},
@@ -48,37 +66,45 @@ int main() {
     return has_vdpbf16ps ? gpt::measure_peak_gflops(gpt::Dtype::bfloat16, 1.0) : 0.0;
   }();
   for (const Shape& s : shapes) {
+    if (std::string(s.what).find(filter) == std::string::npos) continue;
     std::vector<float> A(s.M * s.K), B(s.K * s.N), C(s.M * s.N);
     for (auto& x : A) x = static_cast<float>(rng.normal());
     for (auto& x : B) x = static_cast<float>(rng.normal());
     const long lda = s.ta ? s.M : s.K, ldb = s.tb ? s.K : s.N;
     const double flops = 2.0 * s.M * s.N * s.K;
     const int reps = flops > 1e10 ? 5 : 50;
-    const double ours = median_seconds(
-        [&] { gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false); }, reps);
-    const double blas = median_seconds(
-        [&] {
-          cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, s.M, s.N, s.K,
-                      1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
-        },
-        reps);
-    const auto bf16_product = [&] {
-      gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false, gpt::Dtype::bfloat16);
+    const auto product = [&](gpt::Dtype inputs) {
+      gpt::gemm(s.ta, s.tb, s.M, s.N, s.K, A.data(), lda, B.data(), ldb, C.data(), s.N, false, inputs);
     };
-    const double bf16 = median_seconds(bf16_product, reps);
-    const double vdpbf16ps = [&] {
+    Rounds r;
+    for (int round = 0; round < rounds; ++round) {
+      r.ours.push_back(median_seconds([&] { product(gpt::Dtype::float32); }, reps));
+      r.blas.push_back(median_seconds(
+          [&] {
+            cblas_sgemm(CblasRowMajor, s.ta ? CblasTrans : CblasNoTrans, s.tb ? CblasTrans : CblasNoTrans, s.M, s.N,
+                        s.K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, C.data(), s.N);
+          },
+          reps));
+      r.ratio.push_back(r.blas.back() / r.ours.back());
+      r.bf16.push_back(median_seconds([&] { product(gpt::Dtype::bfloat16); }, reps));
       const gpt::ForcedKernelScope forced(gpt::Dtype::bfloat16, vdpbf16ps_kernel);
-      return has_vdpbf16ps ? median_seconds(bf16_product, reps) : 0.0;
-    }();
+      r.vdpbf16ps.push_back(has_vdpbf16ps ? median_seconds([&] { product(gpt::Dtype::bfloat16); }, reps) : 0.0);
+    }
+    const auto gflops = [&](const std::vector<double>& seconds) {
+      const double t = median(seconds);
+      return t > 0 ? flops / t * 1e-9 : 0.0;
+    };
+    const auto [lowest, highest] = std::minmax_element(r.ratio.begin(), r.ratio.end());
     std::printf(
-        "{\"shape\": \"%s\", \"ta\": %s, \"tb\": %s, \"M\": %ld, \"N\": %ld, \"K\": %ld, \"ours_gflops\": %.1f, "
-        "\"openblas_gflops\": %.1f, "
-        "\"ratio\": %.2f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
+        "{\"shape\": \"%s\", \"ta\": %s, \"tb\": %s, \"M\": %ld, \"N\": %ld, \"K\": %ld, \"rounds\": %d, "
+        "\"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, \"ratio\": %.3f, \"ratio_min\": %.3f, "
+        "\"ratio_max\": %.3f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
         "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"vdpbf16ps_gflops\": %.1f, "
         "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d, \"openblas_core\": \"%s\"}\n",
-        s.what, s.ta ? "true" : "false", s.tb ? "true" : "false", s.M, s.N, s.K, flops / ours * 1e-9,
-        flops / blas * 1e-9, blas / ours, gpt::gemm_kernel_name(), fp32_peak, flops / bf16 * 1e-9,
-        gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, vdpbf16ps > 0 ? flops / vdpbf16ps * 1e-9 : 0.0,
-        vdpbf16ps_peak, omp_get_max_threads(), openblas_get_corename());
+        s.what, s.ta ? "true" : "false", s.tb ? "true" : "false", s.M, s.N, s.K, rounds, gflops(r.ours), gflops(r.blas),
+        median(r.ratio), *lowest, *highest, gpt::gemm_kernel_name(), fp32_peak, gflops(r.bf16),
+        gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, gflops(r.vdpbf16ps), vdpbf16ps_peak,
+        omp_get_max_threads(), openblas_get_corename());
+    std::fflush(stdout);
   }
 }

@@ -63,7 +63,6 @@ def main():
         return idx
 
     x = torch.tensor([[stoi[c] for c in args.prompt]], dtype=torch.long)
-    generate(x[:, :1].clone()) if False else None
     start = time.time()
     for _ in range(args.num_samples):
         y = generate(x)
