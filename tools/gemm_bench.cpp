@@ -30,12 +30,6 @@ struct Shape {
   long M, N, K;
 };
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 // Per round: seconds of ours, OpenBLAS, ours with bfloat16 inputs, and the VDPBF16PS kernel forced.
 struct Rounds {
   std::vector<double> ours, blas, bf16, vdpbf16ps, ratio;

@@ -3,7 +3,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 #include <vector>
+
+// The middle value (the upper of the two middle ones for an even count).
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
 
 template <typename F>
 double median_seconds(F f, int reps) {
@@ -14,6 +21,5 @@ double median_seconds(F f, int reps) {
     f();
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - s).count());
   }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return median(std::move(t));
 }
