@@ -22,6 +22,7 @@
 #include "kernels/bfloat16.h"
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm/kernel_family.h"
 #include "same_bits.h"
 #include "thread_count.h"
 
@@ -30,7 +31,6 @@
 
 #include "kernels/gemm/amx_packing.h"
 #include "kernels/gemm/flush_subnormals.h"
-#include "kernels/gemm/kernel_family.h"
 #endif
 
 namespace gpt {
@@ -200,8 +200,15 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
 // order (float32: ARead::rows or ARead::columns) or packs it, and every element's sum runs in the
 // same k order, so storing either operand transposed, or with a wider leading dimension
 // (attention's blocks), changes no bit. With M = 1, A B^T takes the one-row path and is left out.
-// The last case spans two K chunks and a one-row remainder of a row block, on 1 and 3 threads
-// (the SIMD kernels only: the portable ones would take minutes under qemu).
+// The last cases, on 1 and 3 threads (the SIMD kernels only: the portable ones would take minutes
+// under qemu): one spans two K chunks and a one-row remainder of a row block; the other is a long
+// weight gradient that A^T B runs transposed (as B^T A), with and without accumulating into C.
+constexpr Case kRunsTransposed = {13, 1040, 4100};
+static_assert(gemm_detail::runs_transposed(true, false, kRunsTransposed.M, kRunsTransposed.N, kRunsTransposed.K));
+static_assert(!gemm_detail::runs_transposed(false, false, kRunsTransposed.M, kRunsTransposed.N, kRunsTransposed.K));
+static_assert(!gemm_detail::runs_transposed(true, false, kRunsTransposed.N, kRunsTransposed.M, kRunsTransposed.K));
+static_assert(!gemm_detail::runs_transposed(true, false, kRunsTransposed.M, kRunsTransposed.N, 800));
+
 TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
   const auto transposed = [](const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
     std::vector<float> t(cols * ld, std::nanf(""));
@@ -240,7 +247,10 @@ TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
       for (const Case& c : kOddShapes) expect_same_bits(inputs, kernel, c, 1);
     for (const char* kernel : kernels)
       if (kernel != kernels.back())
-        for (const int threads : {1, 3}) expect_same_bits(inputs, kernel, {49, 1000, 800}, threads);
+        for (const int threads : {1, 3}) {
+          expect_same_bits(inputs, kernel, {49, 1000, 800}, threads);
+          expect_same_bits(inputs, kernel, kRunsTransposed, threads);
+        }
   }
 }
 

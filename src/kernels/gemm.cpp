@@ -20,6 +20,7 @@
 #include "kernels/gemm/flush_subnormals.h"
 #include "kernels/gemm/kernel_family.h"
 #include "kernels/gemm/row_times_transposed.h"
+#include "kernels/parallel.h"
 
 namespace gpt {
 
@@ -44,9 +45,10 @@ struct GrowableBuffer {
 
 // A thread's packed operands: the K chunk of op(B) of the product it calls, shared with its team,
 // and the rows of A its own work items pack (all M rows of a K block for a prepacked column
-// share). A product inside an enclosing parallel region (attention's) has its own thread's.
+// share); and C^T of a product it runs transposed (runs_transposed). A product inside an
+// enclosing parallel region (attention's) has its own thread's.
 struct Scratch {
-  GrowableBuffer a, b;
+  GrowableBuffer a, b, transposed_c;
 };
 Scratch& thread_scratch() {
   thread_local Scratch scratch;
@@ -246,6 +248,28 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
   }
 }
 
+// dst[j][i] = src[i][j] for the rows x cols src, a square tile at a time, so that both sides are
+// read and written a cache line at a time.
+void transpose(int64_t rows, int64_t cols, const float* src, int64_t lds, float* dst, int64_t ldd) {
+  constexpr int64_t kTile = 32;
+  const int64_t row_tiles = (rows + kTile - 1) / kTile;
+#pragma omp parallel for if (rows * cols >= kParallelMinElementwise && !omp_in_parallel())
+  for (int64_t t = 0; t < row_tiles; ++t)
+    for (int64_t j0 = 0; j0 < cols; j0 += kTile)
+      for (int64_t i = t * kTile; i < std::min(rows, (t + 1) * kTile); ++i)
+        for (int64_t j = j0; j < std::min(cols, j0 + kTile); ++j) dst[j * ldd + i] = src[i * lds + j];
+}
+
+// C = A^T B (+ C) as C^T = B^T A (+ C^T) in the thread's scratch (see runs_transposed).
+template <typename Packed>
+void gemm_transposed(const KernelFamily<Packed>& family, int64_t M, int64_t N, int64_t K, const float* A, int64_t lda,
+                     const float* B, int64_t ldb, float* C, int64_t ldc, bool accumulate) {
+  float* transposed_c = thread_scratch().transposed_c.get<float>(M * N);
+  if (accumulate) transpose(M, N, C, ldc, transposed_c, M);
+  gemm_blocked(family, true, false, N, M, K, B, ldb, A, lda, nullptr, transposed_c, M, accumulate);
+  transpose(N, M, transposed_c, M, C, ldc);
+}
+
 bool zero_or_trivial(int64_t M, int64_t N, int64_t K, float* C, int64_t ldc, bool accumulate) {
   if (M <= 0 || N <= 0) return true;
   if (K > 0) return false;
@@ -304,8 +328,12 @@ void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, const flo
     gemm_detail::row_times_transposed(gemm_detail::float32_family().row_dots, N, K, A, B, ldb, C, accumulate);
     return;
   }
+  const bool transposed = gemm_detail::runs_transposed(trans_a, trans_b, M, N, K);
   gemm_detail::gemm_family(inputs).visit([&](const auto& family) {
-    gemm_blocked(family, trans_a, trans_b, M, N, K, A, lda, B, ldb, nullptr, C, ldc, accumulate);
+    if (transposed)
+      gemm_transposed(family, M, N, K, A, lda, B, ldb, C, ldc, accumulate);
+    else
+      gemm_blocked(family, trans_a, trans_b, M, N, K, A, lda, B, ldb, nullptr, C, ldc, accumulate);
   });
 }
 
