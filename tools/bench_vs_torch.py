@@ -208,7 +208,8 @@ def gemm(rounds):
     print(f'\nGEMM, {os.cpu_count()} threads, GFLOP/s: ours against OpenBLAS cblas_sgemm in float32 (medians of '
           f'{rounds} alternating rounds; the ratio is the median of the rounds\' ratios, and their range), and ours '
           'with bfloat16 inputs against the peak of the instruction its kernel runs on (VDPBF16PS or FMA) and against '
-          'PyTorch 2.6\'s bfloat16 torch.matmul:\n')
+          'PyTorch 2.6\'s bfloat16 torch.matmul; "C +=" marks a weight gradient, which gpt and OpenBLAS (beta = 1) '
+          'accumulate into C as training does, and torch.matmul does not:\n')
     print('| shape | M x N x K | gpt | OpenBLAS | gpt / OpenBLAS | gpt / float32 peak | gpt bfloat16 (kernel) | '
           'bfloat16 / its peak | PyTorch bfloat16 | gpt bfloat16 / PyTorch |')
     print('| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |')
@@ -216,7 +217,8 @@ def gemm(rounds):
     for line in lines.strip().splitlines():
         d = json.loads(line)
         cores.add((d['openblas_core'], d['torch_openblas_core']))
-        print(f"| {d['shape']} | {d['M']} x {d['N']} x {d['K']} | {d['ours_gflops']:.0f} | {d['openblas_gflops']:.0f} | "
+        shape = d['shape'] + (' (C +=)' if d['accumulate'] else '')
+        print(f"| {shape} | {d['M']} x {d['N']} x {d['K']} | {d['ours_gflops']:.0f} | {d['openblas_gflops']:.0f} | "
               f"{d['ratio']:.2f} ({d['ratio_min']:.2f}-{d['ratio_max']:.2f}) | "
               f"{100 * d['ours_gflops'] / d['fp32_peak_gflops']:.0f}% of {d['fp32_peak_gflops']:.0f} | "
               f"{d['bf16_gflops']:.0f} ({d['bf16_kernel']}) | "
