@@ -23,6 +23,7 @@
 #include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 #include "kernels/gemm/kernel_family.h"
+#include "kernels/parallel.h"
 #include "same_bits.h"
 #include "thread_count.h"
 
@@ -200,15 +201,8 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
 // order (float32: ARead::rows or ARead::columns) or packs it, and every element's sum runs in the
 // same k order, so storing either operand transposed, or with a wider leading dimension
 // (attention's blocks), changes no bit. With M = 1, A B^T takes the one-row path and is left out.
-// The last cases, on 1 and 3 threads (the SIMD kernels only: the portable ones would take minutes
-// under qemu): one spans two K chunks and a one-row remainder of a row block; the other is a long
-// weight gradient that A^T B runs transposed (as B^T A), with and without accumulating into C.
-constexpr Case kRunsTransposed = {13, 1040, 4100};
-static_assert(gemm_detail::runs_transposed(true, false, kRunsTransposed.M, kRunsTransposed.N, kRunsTransposed.K));
-static_assert(!gemm_detail::runs_transposed(false, false, kRunsTransposed.M, kRunsTransposed.N, kRunsTransposed.K));
-static_assert(!gemm_detail::runs_transposed(true, false, kRunsTransposed.N, kRunsTransposed.M, kRunsTransposed.K));
-static_assert(!gemm_detail::runs_transposed(true, false, kRunsTransposed.M, kRunsTransposed.N, 800));
-
+// The last case spans two K chunks and a one-row remainder of a row block, on 1 and 3 threads
+// (the SIMD kernels only: the portable ones would take minutes under qemu).
 TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
   const auto transposed = [](const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
     std::vector<float> t(cols * ld, std::nanf(""));
@@ -247,11 +241,66 @@ TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
       for (const Case& c : kOddShapes) expect_same_bits(inputs, kernel, c, 1);
     for (const char* kernel : kernels)
       if (kernel != kernels.back())
-        for (const int threads : {1, 3}) {
-          expect_same_bits(inputs, kernel, {49, 1000, 800}, threads);
-          expect_same_bits(inputs, kernel, kRunsTransposed, threads);
-        }
+        for (const int threads : {1, 3}) expect_same_bits(inputs, kernel, {49, 1000, 800}, threads);
   }
+}
+
+// A^T B with a long K and more columns than rows runs as (B^T A)^T (runs_transposed). It gives A
+// B's bits on every kernel, accumulating or not, with leading dimensions wider than the matrices
+// (whose padding it leaves alone); the SIMD kernels also on 3 threads and on a larger case that
+// transposes C in a parallel region.
+constexpr Case kTransposedSmall = {2, 1040, 4100}, kTransposedParallel = {65, 1040, 4100};
+static_assert(gemm_detail::runs_transposed(true, false, kTransposedSmall.M, kTransposedSmall.N, kTransposedSmall.K));
+static_assert(!gemm_detail::runs_transposed(false, false, kTransposedSmall.M, kTransposedSmall.N, kTransposedSmall.K));
+static_assert(!gemm_detail::runs_transposed(true, false, kTransposedSmall.N, kTransposedSmall.M, kTransposedSmall.K));
+static_assert(!gemm_detail::runs_transposed(true, false, kTransposedSmall.M, kTransposedSmall.N, 800));
+static_assert(!gemm_detail::runs_transposed(true, false, kTransposedSmall.M, 128, kTransposedSmall.K));
+static_assert(kTransposedParallel.M * kTransposedParallel.N >= kParallelMinElementwise);
+
+void expect_transposed_product_gives_the_same_bits(Dtype inputs, const char* kernel, const Case& c, int threads) {
+  const ForcedKernelScope forced(inputs, kernel);
+  const int64_t lda = c.M + 3, ldb = c.N + 5, ldc = c.N + 7;
+  const auto A = random_vector(c.M * c.K, 71), B = random_vector(c.K * c.N, 72), C0 = random_vector(c.M * c.N, 73);
+  std::vector<float> At(c.K * lda, std::nanf("")), B_wide(c.K * ldb, std::nanf("")), C0_wide(c.M * ldc, -1.5f);
+  for (int64_t k = 0; k < c.K; ++k) {
+    for (int64_t i = 0; i < c.M; ++i) At[k * lda + i] = A[i * c.K + k];
+    for (int64_t j = 0; j < c.N; ++j) B_wide[k * ldb + j] = B[k * c.N + j];
+  }
+  for (int64_t i = 0; i < c.M; ++i)
+    for (int64_t j = 0; j < c.N; ++j) C0_wide[i * ldc + j] = C0[i * c.N + j];
+  for (int acc = 0; acc < 2; ++acc) {
+    const auto reference = testing::on_threads(threads, [&] { return run(false, false, c, A, B, C0, acc, inputs); });
+    std::vector<float> expected = C0_wide;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j) expected[i * ldc + j] = reference[i * c.N + j];
+    const auto transposed = testing::on_threads(threads, [&] {
+      std::vector<float> C = C0_wide;
+      gemm(true, false, c.M, c.N, c.K, At.data(), lda, B_wide.data(), ldb, C.data(), ldc, acc, inputs);
+      return C;
+    });
+    EXPECT_TRUE(same_bits(transposed, expected)) << describe(kernel, c, 1, 0, acc) << " on " << threads << " threads";
+  }
+}
+
+void expect_every_kernel_runs_transposed_with_the_same_bits(Dtype inputs) {
+  const std::vector<const char*> kernels = gemm_kernels(inputs);
+  for (const char* kernel : kernels) {
+    expect_transposed_product_gives_the_same_bits(inputs, kernel, kTransposedSmall, 1);
+    if (kernel == kernels.back()) continue;  // the portable kernel: slow under qemu
+    expect_transposed_product_gives_the_same_bits(inputs, kernel, kTransposedSmall, 3);
+    expect_transposed_product_gives_the_same_bits(inputs, kernel, kTransposedParallel, 3);
+  }
+}
+
+TEST(Gemm, ALongWeightGradientRunsTransposedWithTheSameBits) {
+  expect_every_kernel_runs_transposed_with_the_same_bits(Dtype::float32);
+  const Bf16ArithmeticScope sequential(Bf16Arithmetic::sequential);
+  expect_every_kernel_runs_transposed_with_the_same_bits(Dtype::bfloat16);
+}
+
+TEST(GemmTiles, ALongWeightGradientRunsTransposedWithTheSameBits) {
+  const Bf16ArithmeticScope tiles(Bf16Arithmetic::tiles);
+  expect_every_kernel_runs_transposed_with_the_same_bits(Dtype::bfloat16);
 }
 
 // A PackedMatrix product, whole and in column shares, has gemm()'s bits (the portable kernel's),

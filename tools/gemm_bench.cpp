@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string filter = argc > 2 ? argv[2] : "";
   // B*T = 768 rows (CPU recipe: 12 x 64), C = 128; and 16384 rows (64 x 256), C = 384 (10.7M recipe).
-  // A weight gradient is dy^T x (out x in, as gpt stores weights); x^T dy is the product for a
-  // weight stored in x out (GPT-2's Conv1D layout), kept for c_attn as the issue tracker measured it.
+  // A weight gradient is dy^T x (out x in, as gpt stores weights); x^T dy, the product for a weight
+  // stored in x out (GPT-2's Conv1D layout), is c_attn's gradient in the other operand order.
   const Shape shapes[] = {
       {"cpu c_attn fwd  x W^T", false, true, 768, 384, 128},
       {"cpu c_fc fwd    x W^T", false, true, 768, 512, 128},

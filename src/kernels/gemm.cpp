@@ -1,10 +1,11 @@
 // The blocked driver behind kernels/gemm.h: op(B) is packed once per K chunk (all of it for most
 // products; or taken prepacked) and shared by the OpenMP team, then work items of MC rows times a
-// chunk of columns run the family's micro-kernels over the chunk's K blocks in order, packing
-// their own rows of A per block (or reading A in place), so that packed A and the item's C stay in
-// cache (with A^T, a thread's items go block by block instead: see run_k_chunk). The family is
-// resolved once per call, on the calling thread (kernels/gemm/dispatch.h), and the packed operands
-// live in grow-only thread scratch: products on different threads share nothing.
+// chunk of columns run the family's micro-kernels over the chunk's K blocks in order, packing their
+// own rows of A per block (or reading A in place), so that packed A and the item's C stay in cache
+// (with A^T, a thread's items go block by block instead: see run_k_chunk; a long A^T B with more
+// columns than rows runs as (B^T A)^T: see runs_transposed). The family is resolved once per call,
+// on the calling thread (kernels/gemm/dispatch.h), and the packed operands live in grow-only thread
+// scratch: products on different threads share nothing.
 #include "kernels/gemm.h"
 
 #include <omp.h>

@@ -31,11 +31,13 @@ inline constexpr int64_t kMaxMR = 16;
 inline constexpr int64_t kMaxTile = 16 * 64;  // MR x NR of the largest register or tile block
 
 // A^T B with a long K (a weight gradient over a batch's tokens) and more columns than rows runs as
-// C^T = B^T A, transposed into C, when a K block of packed B would be wider than an L2 holds (a
-// 384 x 1536 MLP projection's is 1.5 MB): B^T A packs the narrow operand instead, which stays in
-// L2 while every work item reads it. Each element is the same products summed in the same k
-// order, so the bits are the same; the transposes are two passes over C, small beside K
-// multiply-adds per element.
+// C^T = B^T A, transposed into C, when a K block of packed B is wider than 1 MiB (a 384 x 1536 MLP
+// projection's is 1.5 MiB), the L2 of a Zen 4 or 5 core: B^T A packs the narrow operand instead,
+// which stays in L2 while every work item reads it. Each element is the same products summed in the
+// same k order, so the bits are the same (but for which payload survives a product of two NaNs);
+// the transposes are two passes over C, small beside K multiply-adds per element. Where B's block
+// fits in L2 the swap measured slower, and a long K is where it was measured faster
+// (docs/benchmarks.md), hence both bounds.
 inline constexpr int64_t kTransposedMinK = 4096;
 inline constexpr int64_t kL2PackedBytes = int64_t{1} << 20;
 inline constexpr bool runs_transposed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
