@@ -7,6 +7,7 @@
 // instruction.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cfloat>
 #include <cmath>
@@ -203,13 +204,21 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
 // (attention's blocks), changes no bit. With M = 1, A B^T takes the one-row path and is left out.
 // The last case spans two K chunks and a one-row remainder of a row block, on 1 and 3 threads
 // (the SIMD kernels only: the portable ones would take minutes under qemu).
+// The rows x cols matrix m stored transposed (cols rows of ld, padded with NaN), or with rows of ld
+// floats padded with `pad`.
+std::vector<float> transposed(const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
+  std::vector<float> t(cols * ld, std::nanf(""));
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) t[j * ld + i] = m[i * cols + j];
+  return t;
+}
+std::vector<float> widened(const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld, float pad) {
+  std::vector<float> w(rows * ld, pad);
+  for (int64_t i = 0; i < rows; ++i) std::copy_n(m.begin() + i * cols, cols, w.begin() + i * ld);
+  return w;
+}
+
 TEST(Gemm, StorageOrderOfEitherOperandChangesNoBit) {
-  const auto transposed = [](const std::vector<float>& m, int64_t rows, int64_t cols, int64_t ld) {
-    std::vector<float> t(cols * ld, std::nanf(""));
-    for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < cols; ++j) t[j * ld + i] = m[i * cols + j];
-    return t;
-  };
   const auto expect_same_bits = [&](Dtype inputs, const char* kernel, const Case& c, int threads) {
     const ForcedKernelScope forced(inputs, kernel);
     const auto A = random_vector(c.M * c.K, 61), B = random_vector(c.K * c.N, 62), C0 = random_vector(c.M * c.N, 63);
@@ -260,25 +269,19 @@ static_assert(kTransposedParallel.M * kTransposedParallel.N >= kParallelMinEleme
 void expect_transposed_product_gives_the_same_bits(Dtype inputs, const char* kernel, const Case& c, int threads) {
   const ForcedKernelScope forced(inputs, kernel);
   const int64_t lda = c.M + 3, ldb = c.N + 5, ldc = c.N + 7;
+  constexpr float kPadding = -1.5f;
   const auto A = random_vector(c.M * c.K, 71), B = random_vector(c.K * c.N, 72), C0 = random_vector(c.M * c.N, 73);
-  std::vector<float> At(c.K * lda, std::nanf("")), B_wide(c.K * ldb, std::nanf("")), C0_wide(c.M * ldc, -1.5f);
-  for (int64_t k = 0; k < c.K; ++k) {
-    for (int64_t i = 0; i < c.M; ++i) At[k * lda + i] = A[i * c.K + k];
-    for (int64_t j = 0; j < c.N; ++j) B_wide[k * ldb + j] = B[k * c.N + j];
-  }
-  for (int64_t i = 0; i < c.M; ++i)
-    for (int64_t j = 0; j < c.N; ++j) C0_wide[i * ldc + j] = C0[i * c.N + j];
+  const auto At = transposed(A, c.M, c.K, lda), B_wide = widened(B, c.K, c.N, ldb, std::nanf(""));
+  const auto C0_wide = widened(C0, c.M, c.N, ldc, kPadding);
   for (int acc = 0; acc < 2; ++acc) {
     const auto reference = testing::on_threads(threads, [&] { return run(false, false, c, A, B, C0, acc, inputs); });
-    std::vector<float> expected = C0_wide;
-    for (int64_t i = 0; i < c.M; ++i)
-      for (int64_t j = 0; j < c.N; ++j) expected[i * ldc + j] = reference[i * c.N + j];
-    const auto transposed = testing::on_threads(threads, [&] {
+    const auto expected = widened(reference, c.M, c.N, ldc, kPadding);
+    const auto product = testing::on_threads(threads, [&] {
       std::vector<float> C = C0_wide;
       gemm(true, false, c.M, c.N, c.K, At.data(), lda, B_wide.data(), ldb, C.data(), ldc, acc, inputs);
       return C;
     });
-    EXPECT_TRUE(same_bits(transposed, expected)) << describe(kernel, c, 1, 0, acc) << " on " << threads << " threads";
+    EXPECT_TRUE(same_bits(product, expected)) << describe(kernel, c, 1, 0, acc) << " on " << threads << " threads";
   }
 }
 
