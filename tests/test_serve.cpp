@@ -576,7 +576,11 @@ TEST(ServeCommand, AnswersAsSampleDoesAndStopsCleanlyOnSigterm) {
                 .exit_code,
             0);
   const std::string prompt = read_whole_file(corpus).substr(0, 3), log_path = dir.file("serve.log");
-  ChildProcess server({"serve", "--out_dir", out, "--port", "0", "--threads", "1"}, log_path);
+  // A stream long enough that it is still running when SIGTERM arrives: this model can write 4096
+  // characters before the signal lands, and that stream ends with "length", not "stop".
+  const int64_t endless = 1'000'000;
+  ChildProcess server(
+      {"serve", "--out_dir", out, "--port", "0", "--threads", "1", "--max_tokens", std::to_string(endless)}, log_path);
   int port = 0;
   for (int i = 0; i < 3000 && port == 0; ++i) {
     const std::string text = std::filesystem::exists(log_path) ? read_whole_file(log_path) : "";
@@ -599,7 +603,7 @@ TEST(ServeCommand, AnswersAsSampleDoesAndStopsCleanlyOnSigterm) {
     httplib::Client streaming("127.0.0.1", port);
     streaming.set_read_timeout(60, 0);
     auto r =
-        streaming.Post("/v1/completions", json({{"prompt", prompt}, {"max_tokens", 4096}, {"stream", true}}).dump(),
+        streaming.Post("/v1/completions", json({{"prompt", prompt}, {"max_tokens", endless}, {"stream", true}}).dump(),
                        "application/json");
     return r ? r->body : std::string();
   });
