@@ -449,6 +449,21 @@ TEST(TokenSampler, TopPDrawsFromTheNucleusInProportion) {
   EXPECT_EQ(three[0] + three[3], 0.0);
 }
 
+// A temperature so small that a logit over it overflows (1e-310, which a client may send) is
+// greedy's limit, not inf - inf = NaN (which made the highest id with a positive logit win).
+TEST(TokenSampler, TemperatureTooSmallToDivideByIsGreedy) {
+  const float mixed[5] = {2.0f, 3.0f, -1.0f, 1.0f, 0.5f}, negative[3] = {-3.0f, -1.0f, -2.0f};
+  for (const double temperature : {1e-310, 1e-300, 4.9e-324}) {
+    TokenSampler s({temperature, 0, 1.0}), top2({temperature, 2, 0.9});
+    Rng rng(3);
+    for (int i = 0; i < 20; ++i) {
+      EXPECT_EQ(s.next(mixed, 5, rng), 1) << temperature;
+      EXPECT_EQ(s.next(negative, 3, rng), 1) << temperature;
+      EXPECT_EQ(top2.next(mixed, 5, rng), 1) << temperature;
+    }
+  }
+}
+
 TEST(TokenSampler, TemperatureSharpensAndFlattens) {
   const float logits[3] = {1.0f, 0.0f, 0.0f};
   auto frequency_of_first = [&](double temperature) {

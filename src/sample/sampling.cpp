@@ -25,7 +25,11 @@ void top_ids(const std::vector<double>& values, int64_t k, std::vector<int32_t>&
 }
 
 int32_t TokenSampler::next(const float* logits, int64_t V, Rng& rng) {
-  if (settings_.temperature == 0.0) return static_cast<int32_t>(std::max_element(logits, logits + V) - logits);
+  const float* top = std::max_element(logits, logits + V);
+  // A temperature so small that the largest logit over it overflows is greedy's limit; divided,
+  // the exponentials below would be inf - inf.
+  if (settings_.temperature == 0.0 || std::isinf(static_cast<double>(*top) / settings_.temperature))
+    return static_cast<int32_t>(top - logits);
   probs_.resize(static_cast<std::size_t>(V));
   order_.resize(static_cast<std::size_t>(V));
   for (int64_t i = 0; i < V; ++i) probs_[i] = static_cast<double>(logits[i]) / settings_.temperature;
