@@ -536,6 +536,184 @@ TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
     }
 }
 
+// The answer to one request sent as written (with "Connection: close": the server closes after it).
+std::string answer_to(int port, const std::string& request) {
+  RawConnection connection(port);
+  EXPECT_TRUE(connection.connected());
+  EXPECT_TRUE(connection.send(request));
+  return connection.read_until(std::string(1, '\0'));  // never sent: reads to the end
+}
+
+int status_of(const std::string& answer) { return answer.size() > 12 ? std::atoi(answer.c_str() + 9) : 0; }
+
+std::string request_text(const std::string& method, const std::string& path, const std::string& headers,
+                         const std::string& body = "") {
+  return method + " " + path + " HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
+// What a page on another site can send without a preflight: text/plain, its own Origin, and (by
+// DNS rebinding) its own name as the Host. Each is refused alone, before the engine runs anything.
+TEST_F(Serve, CrossSiteAndForeignHostRequestsAreRefused) {
+  start();
+  const std::string body = json({{"prompt", "hello"}, {"max_tokens", 5}}).dump();
+  const std::string ok_host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n",
+                    json_type = "Content-Type: application/json\r\n";
+  const auto status = [&](const std::string& headers) {
+    return status_of(answer_to(port, request_text("POST", "/v1/completions", headers, body)));
+  };
+  EXPECT_EQ(status(ok_host + json_type), 200);
+  EXPECT_EQ(status("Host: localhost:" + std::to_string(port) + "\r\n" + json_type), 200);
+  EXPECT_EQ(status("Host: evil.example:18080\r\nContent-Type: text/plain\r\nOrigin: http://evil.example\r\n"), 403);
+  EXPECT_EQ(status("Host: evil.example:18080\r\n" + json_type), 403) << "DNS rebinding: a foreign name as Host";
+  EXPECT_EQ(status(ok_host + "Content-Type: text/plain\r\n"), 415);
+  EXPECT_EQ(status(ok_host + "Content-Type: application/x-www-form-urlencoded\r\n"), 415);
+  EXPECT_EQ(status(ok_host), 415) << "no Content-Type";
+  EXPECT_EQ(status(ok_host + json_type + "Origin: http://evil.example\r\n"), 403);
+  EXPECT_EQ(status(ok_host + json_type + "Origin: null\r\n"), 403);
+  EXPECT_EQ(status(ok_host + json_type + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"), 200)
+      << "the playground's own origin";
+  EXPECT_EQ(status(ok_host + "Content-Type: Application/JSON; charset=utf-8\r\n"), 200);
+  const std::string refused = answer_to(port, request_text("GET", "/v1/models", "Host: rebound.example\r\n"));
+  EXPECT_EQ(status_of(refused), 403);
+  EXPECT_NE(refused.find("--allowed_hosts"), std::string::npos) << refused;
+  EXPECT_EQ(refused.find("Access-Control-Allow-Origin"), std::string::npos);
+  const std::string same_origin = answer_to(
+      port, request_text("GET", "/v1/models", ok_host + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"));
+  EXPECT_EQ(status_of(same_origin), 200);
+  EXPECT_EQ(same_origin.find("Access-Control-Allow-Origin"), std::string::npos) << "no CORS unless --cors asks";
+  EXPECT_EQ(json::parse(client().Get("/health")->body)["slots_busy"], 0);
+}
+
+// A refusal costs the request's headers only: the server answers without waiting for the body.
+TEST_F(Serve, RefusalsComeBeforeTheBodyIsRead) {
+  start();
+  RawConnection connection(port);
+  ASSERT_TRUE(
+      connection.send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: text/plain\r\n"
+                      "Content-Length: 1000000\r\n\r\n{\"prompt\": \""));
+  const auto before = std::chrono::steady_clock::now();
+  const std::string answer = connection.read_until("\r\n\r\n");
+  EXPECT_EQ(status_of(answer), 415) << answer;
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+}
+
+TEST_F(Serve, HostsAllowedByNameOrAnyForAWildcardBind) {
+  ServeOptions options;
+  options.access.allowed_hosts = {"gpt.lan"};
+  start(options);
+  EXPECT_EQ(status_of(answer_to(port, request_text("GET", "/health", "Host: GPT.lan.:8080\r\n"))), 200);
+  EXPECT_EQ(status_of(answer_to(port, request_text("GET", "/health", "Host: [::1]:8080\r\n"))), 200);
+  EXPECT_EQ(status_of(answer_to(port, request_text("GET", "/health", "Host: 10.1.2.3\r\n"))), 403)
+      << "another address by number, on a loopback bind";
+  EXPECT_EQ(status_of(answer_to(port, request_text("GET", "/health", "Host: other.lan\r\n"))), 403);
+  AccessPolicy wildcard({"0.0.0.0", {}, {}, ""});
+  EXPECT_EQ(wildcard.decide({"GET", "/health", "10.1.2.3:8080", {}, {}, {}}).action, AccessDecision::Action::proceed);
+  EXPECT_EQ(wildcard.decide({"GET", "/health", "[fe80::1]", {}, {}, {}}).action, AccessDecision::Action::proceed);
+  EXPECT_EQ(wildcard.decide({"GET", "/health", "attacker.example", {}, {}, {}}).action, AccessDecision::Action::refuse);
+  AccessPolicy named({"192.168.1.5", {}, {}, ""});
+  EXPECT_EQ(named.decide({"GET", "/health", "192.168.1.5:80", {}, {}, {}}).action, AccessDecision::Action::proceed);
+  EXPECT_EQ(named.decide({"GET", "/health", "192.168.1.6", {}, {}, {}}).action, AccessDecision::Action::refuse);
+  EXPECT_FALSE(named.loopback_only());
+  EXPECT_TRUE(AccessPolicy({"127.0.0.1", {}, {}, ""}).loopback_only());
+  AccessPolicy any({"127.0.0.1", {"*"}, {}, ""});
+  EXPECT_EQ(any.decide({"GET", "/health", "proxy.example", {}, {}, {}}).action, AccessDecision::Action::proceed);
+}
+
+TEST_F(Serve, CorsOriginsGetPreflightsAndHeaders) {
+  ServeOptions options;
+  options.access.cors_origins = {"http://app.example:3000/"};
+  start(options);
+  const std::string host = "Host: 127.0.0.1:" + std::to_string(port) + "\r\n";
+  const std::string preflight =
+      answer_to(port, request_text("OPTIONS", "/v1/completions",
+                                   host + "Origin: http://app.example:3000\r\nAccess-Control-Request-Method: POST\r\n"
+                                          "Access-Control-Request-Headers: content-type, authorization\r\n"));
+  EXPECT_EQ(status_of(preflight), 204) << preflight;
+  EXPECT_NE(preflight.find("Access-Control-Allow-Origin: http://app.example:3000\r\n"), std::string::npos);
+  EXPECT_NE(preflight.find("Access-Control-Allow-Methods: GET, POST\r\n"), std::string::npos);
+  EXPECT_NE(preflight.find("Access-Control-Allow-Headers: Authorization, Content-Type\r\n"), std::string::npos);
+  EXPECT_EQ(status_of(answer_to(port, request_text("OPTIONS", "/v1/completions",
+                                                   host + "Origin: http://evil.example\r\n"
+                                                          "Access-Control-Request-Method: POST\r\n"))),
+            403);
+  const std::string answer =
+      answer_to(port, request_text("POST", "/v1/completions",
+                                   host + "Origin: http://app.example:3000\r\nContent-Type: application/json\r\n",
+                                   json({{"prompt", "hello"}, {"max_tokens", 2}}).dump()));
+  EXPECT_EQ(status_of(answer), 200);
+  EXPECT_NE(answer.find("Access-Control-Allow-Origin: http://app.example:3000\r\n"), std::string::npos);
+  EXPECT_NE(answer.find("Vary: Origin\r\n"), std::string::npos);
+  const std::string error = answer_to(
+      port, request_text("POST", "/v1/completions",
+                         host + "Origin: http://app.example:3000\r\nContent-Type: application/json\r\n", "{}"));
+  EXPECT_EQ(status_of(error), 400);
+  EXPECT_NE(error.find("Access-Control-Allow-Origin: http://app.example:3000\r\n"), std::string::npos)
+      << "the page must be able to read why it was refused";
+}
+
+TEST_F(Serve, ApiKeyIsRequiredOnEveryEndpointButThePageAndHealth) {
+  ServeOptions options;
+  options.access.api_key = "s3cret-key";
+  start(options);
+  const std::string body = json({{"prompt", "hello"}, {"max_tokens", 3}}).dump();
+  auto res = client().Post("/v1/completions", body, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_EQ(res->get_header_value("WWW-Authenticate"), "Bearer");
+  EXPECT_EQ(json::parse(res->body)["error"]["type"], "authentication_error");
+  EXPECT_EQ(json::parse(res->body)["error"]["code"], 401);
+  for (const char* wrong : {"Bearer s3cret-kez", "Bearer s3cret-key2", "Bearer ", "s3cret-key", "Basic s3cret-key"}) {
+    res = client().Post("/v1/completions", {{"Authorization", wrong}}, body, "application/json");
+    ASSERT_TRUE(res);
+    EXPECT_EQ(res->status, 401) << wrong;
+  }
+  res = client().Post("/v1/completions", {{"Authorization", "Bearer s3cret-key"}}, body, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(json::parse(res->body)["choices"][0]["text"].get<std::string>().size(), 3u);
+  res = client().Post("/v1/completions", {{"Authorization", "bearer  s3cret-key "}}, body, "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(client().Get("/v1/models")->status, 401);
+  EXPECT_EQ(client().Get("/v1/models/test")->status, 401);
+  EXPECT_EQ(client().Post("/inspect", R"({"text": "hello"})", "application/json")->status, 401);
+  EXPECT_EQ(client().Get("/no/such/path")->status, 401) << "nothing about the server is told without the key";
+  EXPECT_EQ(client().Get("/v1/models", {{"Authorization", "Bearer s3cret-key"}})->status, 200);
+  EXPECT_EQ(client().Get("/")->status, 200);
+  EXPECT_TRUE(healthy());
+}
+
+TEST(AccessPolicy, ComparesKeysInConstantTimeAndParsesHostNames) {
+  EXPECT_TRUE(constant_time_equal("abc", "abc"));
+  EXPECT_FALSE(constant_time_equal("abd", "abc"));
+  EXPECT_FALSE(constant_time_equal("ab", "abc"));
+  EXPECT_FALSE(constant_time_equal("abcd", "abc"));
+  EXPECT_FALSE(constant_time_equal(std::string("ab\0", 3), "abc"));
+  EXPECT_EQ(host_name("LocalHost:8080"), "localhost");
+  EXPECT_EQ(host_name("[::1]:8080"), "::1");
+  EXPECT_EQ(host_name("::1"), "::1");
+  EXPECT_EQ(host_name("example.com."), "example.com");
+  EXPECT_EQ(host_name(" 127.0.0.1 "), "127.0.0.1");
+}
+
+TEST(ServeLog, ClientTextCannotForgeLogLines) {
+  EXPECT_EQ(log_safe("/v1/models"), "/v1/models");
+  EXPECT_EQ(log_safe("/a\r\n[12:00:00] [info] forged"), "/a\\x0d\\x0a[12:00:00] [info] forged");
+  EXPECT_EQ(log_safe("\x1b[31mred\\"), "\\x1b[31mred\\x5c");
+  EXPECT_EQ(log_safe(std::string(300, 'a')), std::string(200, 'a') + "...");
+}
+
+TEST_F(Serve, LongModelPathsAreRefusedCheaply) {
+  start();
+  const auto before = std::chrono::steady_clock::now();
+  auto res = client().Get(("/v1/models/" + std::string(8000, 'a')).c_str());
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 2s);
+  EXPECT_TRUE(healthy());
+}
+
 // A SIGTERM at start-up, before httplib's listen loop runs, used to be a stop() that did nothing.
 TEST_F(Serve, StopBeforeServingStartsEndsServing) {
   ServeOptions options;
@@ -564,30 +742,82 @@ TEST_F(Serve, PageModelsAndHealth) {
   EXPECT_TRUE(healthy());
 }
 
+// A one-layer model trained for `iterations` on a generated corpus (dir's corpus.txt); its run folder.
+std::string tiny_run(const testing::ScratchDir& dir, int iterations) {
+  const std::string corpus = dir.write("corpus.txt", testing::generated_corpus(8000)), out = dir.file("out");
+  const std::string half = std::to_string(iterations / 2);
+  EXPECT_EQ(testing::run_gpt("train --data_path " + corpus + " --out_dir " + out +
+                             " --n_layer 1 --n_head 2 --n_embd 16 --block_size 8 --batch_size 4 --max_iters " +
+                             std::to_string(iterations) + " --eval_interval " + half +
+                             " --eval_iters 2 --warmup_iters 1 --lr_decay_iters " + std::to_string(iterations))
+                .exit_code,
+            0);
+  return out;
+}
+
+// The port `gpt serve` printed in its log, polled every `poll` for up to 30 s; 0 if it never came.
+int printed_port(const std::string& log_path, std::chrono::milliseconds poll) {
+  for (auto waited = 0ms; waited < 30s; waited += poll) {
+    const std::string text = std::filesystem::exists(log_path) ? read_whole_file(log_path) : "";
+    const std::size_t at = text.find("http://127.0.0.1:");
+    if (at != std::string::npos) return std::atoi(text.c_str() + at + 17);
+    std::this_thread::sleep_for(poll);
+  }
+  return 0;
+}
+
+// --api_key_file: the key from the file's first line, required; a missing file or two keys are
+// usage errors. And a SIGTERM the moment the address is printed ends the server cleanly (the
+// handler used to be installed after the print: the signal killed it).
+TEST(ServeCommand, KeyFromAFileAndSigtermAsSoonAsTheAddressIsPrinted) {
+  using testing::ChildProcess, testing::ScratchDir, testing::run_gpt;
+  ScratchDir dir;
+  const std::string out = tiny_run(dir, 4);
+  const testing::CommandResult missing = run_gpt("serve --out_dir " + out + " --api_key_file " + dir.file("none"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.output.find("--api_key_file"), std::string::npos) << missing.output;
+  const std::string key_file = dir.write("key.txt", "  k3y-from-file \nsecond line\n");
+  EXPECT_EQ(run_gpt("serve --out_dir " + out + " --api_key x --api_key_file " + key_file).exit_code, 2);
+
+  const std::string log_path = dir.file("serve.log");
+  ChildProcess server({"serve", "--out_dir", out, "--port", "0", "--threads", "1", "--api_key_file", key_file},
+                      log_path);
+  int port = printed_port(log_path, 1ms);
+  ASSERT_GT(port, 0) << read_whole_file(log_path);
+  server.signal(SIGTERM);
+  const std::optional<int> code = server.wait_for(30s);
+  ASSERT_TRUE(code.has_value());
+  EXPECT_EQ(*code, 0) << read_whole_file(log_path);
+
+  const std::string keyed_log = dir.file("keyed.log");
+  ChildProcess keyed({"serve", "--out_dir", out, "--port", "0", "--threads", "1", "--api_key_file", key_file},
+                     keyed_log);
+  port = printed_port(keyed_log, 10ms);
+  ASSERT_GT(port, 0) << read_whole_file(keyed_log);
+  httplib::Client client("127.0.0.1", port);
+  auto res = client.Get("/v1/models");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  res = client.Get("/v1/models", {{"Authorization", "Bearer k3y-from-file"}});
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  keyed.signal(SIGTERM);
+  EXPECT_EQ(keyed.wait_for(30s).value_or(-1), 0);
+}
+
 // The binary: `gpt serve` prints its address, answers as `gpt sample` does, and on SIGTERM ends a
 // running stream properly and exits 0.
 TEST(ServeCommand, AnswersAsSampleDoesAndStopsCleanlyOnSigterm) {
   using testing::ChildProcess, testing::ScratchDir, testing::run_gpt;
   ScratchDir dir;
-  const std::string corpus = dir.write("corpus.txt", testing::generated_corpus(8000)), out = dir.file("out");
-  ASSERT_EQ(run_gpt("train --data_path " + corpus + " --out_dir " + out +
-                    " --n_layer 1 --n_head 2 --n_embd 16 --block_size 8 --batch_size 4 --max_iters 20"
-                    " --eval_interval 10 --eval_iters 2 --warmup_iters 2 --lr_decay_iters 20")
-                .exit_code,
-            0);
-  const std::string prompt = read_whole_file(corpus).substr(0, 3), log_path = dir.file("serve.log");
+  const std::string out = tiny_run(dir, 20);
+  const std::string prompt = read_whole_file(dir.file("corpus.txt")).substr(0, 3), log_path = dir.file("serve.log");
   // A stream long enough that it is still running when SIGTERM arrives: this model can write 4096
   // characters before the signal lands, and that stream ends with "length", not "stop".
   const int64_t endless = 1'000'000;
   ChildProcess server(
       {"serve", "--out_dir", out, "--port", "0", "--threads", "1", "--max_tokens", std::to_string(endless)}, log_path);
-  int port = 0;
-  for (int i = 0; i < 3000 && port == 0; ++i) {
-    const std::string text = std::filesystem::exists(log_path) ? read_whole_file(log_path) : "";
-    const std::size_t at = text.find("http://127.0.0.1:");
-    if (at != std::string::npos) port = std::atoi(text.c_str() + at + 17);
-    std::this_thread::sleep_for(10ms);
-  }
+  const int port = printed_port(log_path, 10ms);
   ASSERT_GT(port, 0) << read_whole_file(log_path);
   httplib::Client client("127.0.0.1", port);
   client.set_read_timeout(60, 0);

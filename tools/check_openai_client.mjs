@@ -2,7 +2,8 @@
 // installs it and starts the server): every answer through the client must be what `gpt sample`
 // prints for the same model, prompt, seed and sampling flags.
 // Usage: node check_openai_client.mjs --gpt PATH/TO/gpt --out_dir DIR --base_url http://127.0.0.1:PORT/v1
-// OPENAI_CLIENT_DIR: the folder whose node_modules holds openai (check_openai_client.sh's cache).
+// OPENAI_CLIENT_DIR: the folder whose node_modules holds openai (check_openai_client.sh's cache);
+// OPENAI_API_KEY: the server's --api_key (a client with another key must be refused).
 // Prints one PASS/FAIL line per check; exits 1 when one fails.
 import {execFileSync} from "node:child_process";
 import fs from "node:fs";
@@ -21,7 +22,8 @@ const option = (name) => {
 };
 const gpt = option("--gpt"), outDir = option("--out_dir"), baseURL = option("--base_url");
 const modelId = path.basename(path.resolve(outDir));
-const client = new OpenAI({baseURL, apiKey: "unused", maxRetries: 0, timeout: 60_000});
+const apiKey = process.env.OPENAI_API_KEY ?? "unused";
+const client = new OpenAI({baseURL, apiKey, maxRetries: 0, timeout: 60_000});
 
 let failures = 0;
 const check = (name, ok, detail) => {
@@ -167,6 +169,17 @@ await attempt("error", async () => {
       e.param === "temperature" && e.type === "invalid_request_error",
       `temperature -1: ${e.constructor.name} (APIError: ${e instanceof OpenAI.APIError}), status ${e.status}, ` +
       `param ${e.param}, type ${e.type}, message ${show(e.message)}`);
+  }
+});
+
+await attempt("api key", async () => {
+  const stranger = new OpenAI({baseURL, apiKey: `${apiKey}-wrong`, maxRetries: 0, timeout: 60_000});
+  try {
+    await stranger.completions.create(base);
+    check("api key", false, "a wrong key was accepted");
+  } catch (e) {
+    check("api key", e instanceof OpenAI.AuthenticationError && e.status === 401,
+      `a wrong key: ${e.constructor.name}, status ${e.status}, message ${show(e.message)}`);
   }
 });
 

@@ -4,8 +4,9 @@
 # tools/check_openai_client.mjs compare, through the client, a completion with `gpt sample`'s text
 # for the same seed, a streamed one with it, logprobs, n: 2 (gpt sample --num_samples 2), stop
 # sequences (streamed too), the same text while the server batches another request, the model
-# list, and a 400 surfacing as the client's APIError. Without --out_dir it trains a small model
-# (2 layers, 64 wide, 100 iterations: a few seconds) in a temporary folder. ~15-30 s once installed.
+# list, a 400 surfacing as the client's APIError, and a wrong API key (the server requires one) as
+# its AuthenticationError. Without --out_dir it trains a small model (2 layers, 64 wide, 100
+# iterations: a few seconds) in a temporary folder. ~15-30 s once installed.
 #   tools/check_openai_client.sh [--out_dir DIR]     (GPT_BINARY=path/to/gpt to test another build)
 # Prints one line per check; exit code 0 when every check passes.
 set -euo pipefail
@@ -44,8 +45,10 @@ if [[ -z $out_dir ]]; then
 fi
 [[ -f $out_dir/model.safetensors ]] || { echo "error: no $out_dir/model.safetensors" >&2; exit 1; }
 
-# The server picks a free port and prints it; wait for that line (or its death).
-"$gpt" serve --out_dir "$out_dir" --port 0 --quiet >"$work/serve.out" 2>"$work/serve.err" &
+# The server picks a free port and prints it; wait for that line (or its death). It requires a key,
+# which the client sends as OpenAI's does.
+head -c 18 /dev/urandom | base64 >"$work/key"
+"$gpt" serve --out_dir "$out_dir" --port 0 --quiet --api_key_file "$work/key" >"$work/serve.out" 2>"$work/serve.err" &
 server=$!
 url=
 for _ in $(seq 300); do
@@ -61,7 +64,7 @@ if [[ -z $url ]]; then
 fi
 
 set +e
-OPENAI_CLIENT_DIR=$cache timeout 120 node tools/check_openai_client.mjs --gpt "$gpt" --out_dir "$out_dir" --base_url "$url/v1"
+OPENAI_API_KEY=$(cat "$work/key") OPENAI_CLIENT_DIR=$cache timeout 120 node tools/check_openai_client.mjs --gpt "$gpt" --out_dir "$out_dir" --base_url "$url/v1"
 status=$?
 set -e
 # SIGTERM must stop the server cleanly (exit code 0).

@@ -5,7 +5,9 @@
 // phone screen has no sideways scroll. Saves desktop.png (1280x900) and phone.png (375x812).
 // Usage: node serve_browser_check.mjs BASE_URL SCREENSHOT_DIR
 // PLAYWRIGHT_CORE_DIR: the folder whose node_modules holds playwright-core (serve_browser_check.sh's
-// cache); CHROMIUM: the browser (default /usr/bin/chromium). Exits 1 with a message when a check fails.
+// cache); CHROMIUM: the browser (default /usr/bin/chromium); API_KEY: the server's --api_key, typed
+// into the page's prompt for it (which must then come once per tab). Exits 1 with a message when a
+// check fails.
 import fs from "node:fs";
 import path from "node:path";
 import {createRequire} from "node:module";
@@ -21,6 +23,7 @@ if (!baseUrl || !shotDir) {
 const PROMPT = "ROMEO:\nWhat light";
 const MAX_TOKENS = 40;
 const TIMEOUT = 60_000;
+const API_KEY = process.env.API_KEY ?? "";
 
 class CheckFailed extends Error {}
 function check(condition, message) {
@@ -33,9 +36,17 @@ async function openPage(browser, viewport, pageErrors) {
   const page = await context.newPage();
   page.setDefaultTimeout(TIMEOUT);
   page.on("pageerror", (e) => pageErrors.push(`${viewport.width}px: ${e.message}`));
-  // The 400 that checkServerError provokes is logged by the browser itself: not a script error.
+  // The 400 that checkServerError provokes, and the 401 before the key is typed, are logged by the
+  // browser itself: not script errors.
+  const expected = API_KEY ? /status of 40[01]/ : /status of 400/;
   page.on("console", (m) => {
-    if (m.type() === "error" && !/status of 400/.test(m.text())) pageErrors.push(`${viewport.width}px console: ${m.text()}`);
+    if (m.type() === "error" && !expected.test(m.text())) pageErrors.push(`${viewport.width}px console: ${m.text()}`);
+  });
+  let keyPrompts = 0;
+  page.on("dialog", async (dialog) => {
+    ++keyPrompts;
+    if (API_KEY && dialog.type() === "prompt") await dialog.accept(API_KEY);
+    else await dialog.dismiss();
   });
   await page.goto(baseUrl);
   await page.locator("#model[data-ready]").waitFor({timeout: 15_000}).catch(async () => {
@@ -43,11 +54,17 @@ async function openPage(browser, viewport, pageErrors) {
     throw new CheckFailed(`the model line never loaded: "${await page.evaluate(text, "model")}", ` +
       `error box: "${await page.evaluate(text, "error")}"`);
   });
+  check(keyPrompts === (API_KEY ? 1 : 0), `${viewport.width}px: the page asked for the API key ${keyPrompts} times`);
+  page.keyPrompts = () => keyPrompts;
   return page;
 }
 
 async function modelMeta(page) {
-  return page.evaluate(async () => (await (await fetch("/v1/models")).json()).data[0].meta);
+  return page.evaluate(async () => {
+    const key = sessionStorage.getItem("gpt-serve-api-key");
+    const response = await fetch("/v1/models", {headers: key ? {Authorization: `Bearer ${key}`} : {}});
+    return (await response.json()).data[0].meta;
+  });
 }
 
 async function errorShown(page) {
@@ -149,6 +166,7 @@ async function run(browser, pageErrors) {
   await desktop.screenshot({path: path.join(shotDir, "desktop.png"), fullPage: true});
   await checkStop(desktop);
   await checkServerError(desktop);
+  check(desktop.keyPrompts() === (API_KEY ? 1 : 0), `the page asked for the API key once per tab, not per request`);
 
   const phone = await openPage(browser, {width: 375, height: 812}, pageErrors);
   await noSidewaysScroll(phone);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -15,7 +16,9 @@
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
 #include "cli/stop_signal.h"
+#include "core/atomic_file.h"
 #include "core/check.h"
+#include "serve/access_policy.h"
 #include "serve/http_server.h"
 
 namespace gpt {
@@ -25,9 +28,24 @@ namespace {
 struct ServeCommandOptions {
   CheckpointOptions model;
   ServeOptions serve;
+  std::string api_key_file;
   std::string dtype;
   bool quiet = false;
 };
+
+// --api_key_file's key: its first line, without surrounding whitespace (a key on the command line
+// is visible to every user of the machine in the process list; a file is not).
+std::string read_api_key(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) throw UserError("--api_key_file " + path + ": no such file");
+  std::string key = read_whole_file(path);
+  key = key.substr(0, key.find('\n'));
+  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
+  while (!key.empty() && space(key.back())) key.pop_back();
+  while (!key.empty() && space(key.front())) key.erase(key.begin());
+  if (key.empty()) throw UserError("--api_key_file " + path + ": the file holds no key on its first line");
+  return key;
+}
 
 void validate(const ServeCommandOptions& o, int64_t block_size) {
   if (o.serve.port < 0 || o.serve.port > 65535) throw UserError("--port must be in [0, 65535] (0 = any free port)");
@@ -35,6 +53,8 @@ void validate(const ServeCommandOptions& o, int64_t block_size) {
   if (o.serve.limits.max_tokens < 1) throw UserError("--max_tokens must be >= 1");
   if (o.serve.context_shift < 0 || o.serve.context_shift > block_size)
     throw UserError("--context_shift must be in [0, block_size = " + std::to_string(block_size) + "] (0 = exact)");
+  if (!o.api_key_file.empty() && !o.serve.access.api_key.empty())
+    throw UserError("--api_key and --api_key_file: give one of them");
 }
 
 // What /v1/models calls the model: its run folder's name.
@@ -49,15 +69,22 @@ int run_serve(ServeCommandOptions& options) {
   LoadedModel loaded = options.model.load();
   apply_dtype_option(options.dtype, *loaded.model);
   validate(options, loaded.model->config().block_size);
+  if (!options.api_key_file.empty()) options.serve.access.api_key = read_api_key(options.api_key_file);
   options.serve.model_id = model_id(loaded.path);
   HttpServer server(*loaded.model, loaded.vocab, options.serve);
   const int port = server.bind();
   spdlog::info("{}: {} parameters, block_size {}; up to {} completions at once", loaded.path,
                loaded.model->params().parameter_count(), loaded.model->config().block_size, options.serve.max_clients);
-  std::printf("gpt serve: http://%s:%d/ (Ctrl-C to stop)\n", options.serve.host.c_str(), port);
+  if (!AccessPolicy(options.serve.access).loopback_only() && options.serve.access.api_key.empty())
+    spdlog::warn(
+        "--host {} is reachable from other machines and no --api_key is set: anyone who can reach this "
+        "port can use the model and its compute",
+        options.serve.access.host);
+  // Before the address is printed: whoever reads it may signal at once.
+  const StopSignalScope stop;
+  std::printf("gpt serve: http://%s:%d/ (Ctrl-C to stop)\n", options.serve.access.host.c_str(), port);
   std::fflush(stdout);
 
-  const StopSignalScope stop;
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;  // a client that hangs up is a failed write, not a signal
   struct sigaction previous_pipe {};
@@ -81,7 +108,18 @@ Command add_serve_command(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("serve", "Serve a trained model: a playground page and an OpenAI-style API");
   add_checkpoint_options(sub, options->model, "folder holding model.safetensors");
   ServeOptions& s = options->serve;
-  sub->add_option("--host", s.host, "address to listen on (127.0.0.1: this machine only)")->capture_default_str();
+  sub->add_option("--host", s.access.host, "address to listen on (127.0.0.1: this machine only)")
+      ->capture_default_str();
+  sub->add_option("--allowed_hosts", s.access.allowed_hosts,
+                  "more names the Host header may carry besides --host and loopback names (comma-separated; "
+                  "'*': any, for a proxy that checks them)")
+      ->delimiter(',');
+  sub->add_option("--cors", s.access.cors_origins,
+                  "origins (scheme://host:port) whose pages may call the API; comma-separated, '*' for any")
+      ->delimiter(',');
+  sub->add_option("--api_key", s.access.api_key,
+                  "require 'Authorization: Bearer KEY' on every request but the page and /health");
+  sub->add_option("--api_key_file", options->api_key_file, "as --api_key, the key read from this file's first line");
   sub->add_option("--port", s.port, "TCP port; 0 = any free port (printed)")->capture_default_str();
   sub->add_option("--max_clients", s.max_clients,
                   "completions (choices) generated at once, batched in each step; as many more may wait, and "

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <thread>
 
 #include "core/check.h"
@@ -36,7 +37,11 @@ void send_inspection(httplib::Response& res, const nlohmann::json& body) {
 }
 
 json error_body(int status, const std::string& message, const std::string& param) {
-  const char* type = status == 503 ? "server_busy" : status >= 500 ? "server_error" : "invalid_request_error";
+  const char* type = status == 503   ? "server_busy"
+                     : status >= 500 ? "server_error"
+                     : status == 401 ? "authentication_error"
+                     : status == 403 ? "permission_error"
+                                     : "invalid_request_error";
   return {{"error",
            {{"message", message},
             {"type", type},
@@ -66,6 +71,20 @@ json choice_json(int64_t index, const std::string& text, json logprobs, FinishRe
           {"finish_reason", finish == FinishReason::none ? json(nullptr) : json(finish_reason_name(finish))}};
 }
 
+std::optional<std::string> header(const httplib::Request& req, const char* name) {
+  if (!req.has_header(name)) return std::nullopt;
+  return req.get_header_value(name);
+}
+
+RequestHead request_head(const httplib::Request& req) {
+  return {req.method,
+          req.path,
+          header(req, "Host"),
+          header(req, "Origin"),
+          header(req, "Content-Type"),
+          header(req, "Authorization")};
+}
+
 // What a whole (non-streamed) completion collects per choice.
 struct ChoiceText {
   std::string text;
@@ -75,10 +94,23 @@ struct ChoiceText {
 
 }  // namespace
 
+std::string log_safe(const std::string& text) {
+  std::string out;
+  for (const char c : text.substr(0, 200)) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || byte == '\\')
+      out += fmt::format("\\x{:02x}", byte);
+    else
+      out += c;
+  }
+  return text.size() > 200 ? out + "..." : out;
+}
+
 HttpServer::HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options)
     : model_(model),
       vocab_(vocab),
       options_(std::move(options)),
+      access_(options_.access),
       engine_(model, vocab, {options_.max_clients, options_.max_clients, options_.context_shift}),
       http_(std::make_unique<httplib::Server>()),
       seeds_(std::random_device{}()),
@@ -98,10 +130,10 @@ HttpServer::HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options)
 HttpServer::~HttpServer() { stop(); }
 
 int HttpServer::bind() {
-  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.host)
-                                      : (http_->bind_to_port(options_.host, options_.port) ? options_.port : -1);
+  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.access.host)
+                                      : (http_->bind_to_port(options_.access.host, options_.port) ? options_.port : -1);
   if (port < 0)
-    throw UserError("cannot listen on " + options_.host + ":" + std::to_string(options_.port) +
+    throw UserError("cannot listen on " + options_.access.host + ":" + std::to_string(options_.port) +
                     " (in use, or not an address of this machine); pick another --port, or --port 0 for any free one");
   return port;
 }
@@ -169,7 +201,8 @@ void HttpServer::add_routes() {
   });
   http_->Get("/v1/models",
              [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
-  http_->Get(R"(/v1/models/(.+))", [this](const httplib::Request& req, httplib::Response& res) {
+  // A bounded pattern: std::regex backtracks through every byte it may match, and paths are 8 KiB.
+  http_->Get(R"(/v1/models/([^/]{1,255}))", [this](const httplib::Request& req, httplib::Response& res) {
     if (req.matches[1] != options_.model_id)
       throw RequestError(
           404, "no model \"" + std::string(req.matches[1]) + "\": this server has \"" + options_.model_id + "\"",
@@ -202,14 +235,26 @@ void HttpServer::add_routes() {
                                                     : "the request was refused";
     send_json(res, res.status, error_body(res.status, message, ""));
   });
-  // No endpoint serves byte ranges; httplib would copy a response once per range asked for.
-  http_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+  // Runs before httplib reads the body: a request refused here costs its headers only.
+  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    const AccessDecision decision = access_.decide(request_head(req));
+    for (const auto& [name, value] : decision.headers) res.set_header(name, value);
+    if (decision.action == AccessDecision::Action::refuse) {
+      res.set_header("Connection", "close");  // its unread body must not be taken for a next request
+      send_json(res, decision.status, error_body(decision.status, decision.message, ""));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    if (decision.action == AccessDecision::Action::answer) {
+      res.status = decision.status;
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // No endpoint serves byte ranges; httplib would copy a response once per range asked for.
     if (req.ranges.empty()) return httplib::Server::HandlerResponse::Unhandled;
     send_json(res, 416, error_body(416, "byte ranges are not served", ""));
     return httplib::Server::HandlerResponse::Handled;
   });
   http_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::info("{} {} {} {}", req.remote_addr, req.method, req.path, res.status);
+    spdlog::info("{} {} {} {}", req.remote_addr, log_safe(req.method), log_safe(req.path), res.status);
   });
 }
 

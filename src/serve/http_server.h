@@ -14,6 +14,7 @@
 
 #include "data/vocab.h"
 #include "model/gpt.h"
+#include "serve/access_policy.h"
 #include "serve/batch_engine.h"
 #include "serve/completion_request.h"
 
@@ -26,7 +27,7 @@ struct Response;
 namespace gpt {
 
 struct ServeOptions {
-  std::string host = "127.0.0.1";
+  AccessOptions access;      // the address to bind (access.host) and who may use it
   int port = 8080;           // 0: any free port
   int64_t max_clients = 32;  // choices generating at once; as many more may wait
   int64_t context_shift = 0;
@@ -36,6 +37,10 @@ struct ServeOptions {
   int read_timeout_seconds = 5;   // a client slower than this to send its request is dropped
   int write_timeout_seconds = 5;  // a client that reads its stream slower than this is dropped
 };
+
+// A client's text for the log: control bytes and backslashes escaped as \xNN (a path cannot forge
+// log lines), at most 200 bytes.
+std::string log_safe(const std::string& text);
 
 class HttpServer {
  public:
@@ -64,6 +69,7 @@ class HttpServer {
   Gpt& model_;
   const Vocab& vocab_;
   ServeOptions options_;
+  AccessPolicy access_;
   BatchEngine engine_;
   std::unique_ptr<httplib::Server> http_;
   std::mutex seed_mutex_;
