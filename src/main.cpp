@@ -4,11 +4,14 @@
 #include <csignal>
 #include <cstdio>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "core/check.h"
 #include "distributed/world.h"
+#include "kernels/cpu_features.h"
+#include "kernels/gemm.h"
 
 namespace {
 
@@ -51,8 +54,14 @@ int main(int argc, char** argv) {
   // Past a file size limit, write() should fail with EFBIG (reported with the file's name, the
   // old checkpoint kept) instead of the process being killed by SIGXFSZ mid-write.
   std::signal(SIGXFSZ, SIG_IGN);
+  // Refused here, before any subcommand or kernel choice, so the library never meets a bad value.
+  if (const std::string& error = gpt::max_isa_setting().error; !error.empty()) {
+    std::fprintf(stderr, "gpt: error: %s\n", error.c_str());
+    return 2;
+  }
   CLI::App app{"gpt: train and sample character-level GPT models (nanoGPT's model, in one native binary)"};
-  app.set_version_flag("--version", std::string("gpt ") + GPT_VERSION);
+  app.set_version_flag(
+      "--version", [] { return std::string("gpt ") + GPT_VERSION + " (kernels: " + gpt::describe_kernels() + ")"; });
   app.require_subcommand(1);
   std::vector<gpt::Command> commands = {gpt::add_train_command(app),  gpt::add_sample_command(app),
                                         gpt::add_eval_command(app),   gpt::add_heads_command(app),

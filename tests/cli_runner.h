@@ -14,9 +14,11 @@ struct CommandResult {
   std::string output;  // stdout and stderr together, or stdout alone
 };
 
-// With stdout_only, stderr (the logs) is discarded, as when a user pipes the output.
-inline CommandResult run_gpt(const std::string& args, bool stdout_only = false) {
-  const std::string command = std::string(GPT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
+// With stdout_only, stderr (the logs) is discarded, as when a user pipes the output. environment:
+// variables for gpt alone, as a shell reads them before a command ("GPT_MAX_ISA=avx2").
+inline CommandResult run_gpt(const std::string& args, bool stdout_only = false, const std::string& environment = "") {
+  const std::string command =
+      environment + " " + std::string(GPT_BINARY) + " " + args + (stdout_only ? " 2>/dev/null" : " 2>&1");
   CommandResult result;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (!pipe) return result;

@@ -13,7 +13,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 [[ -x $prefix/bin/gpt ]] || fail "no $prefix/bin/gpt"
 reported=$("$prefix/bin/gpt" --version) || fail "$prefix/bin/gpt --version exited with $?"
-[[ $reported == "gpt $version" ]] || fail "gpt --version says '$reported', expected 'gpt $version'"
+# The version, then the kernels this machine runs: "gpt 0.1.0 (kernels: float32 avx512, ...)".
+[[ $reported == "gpt $version (kernels: "* ]] ||
+  fail "gpt --version says '$reported', expected 'gpt $version (kernels: ...)'"
 
 page=$prefix/share/man/man1/gpt.1
 if [[ $want_man == man ]]; then

@@ -7,9 +7,11 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli_runner.h"
 #include "io/safetensors.h"
+#include "kernels/cpu_features.h"
 #include "kernels/gemm.h"
 #include "training_fixtures.h"
 
@@ -44,8 +46,9 @@ class Cli : public ::testing::Test {
                   " \"warmup_iters\": 2, \"lr_decay_iters\": 30" +
                   extra + "}");
   }
-  void expect_error(const std::string& args, int code, std::initializer_list<std::string> fragments) {
-    const CommandResult r = run_gpt(args);
+  void expect_error(const std::string& args, int code, std::initializer_list<std::string> fragments,
+                    const std::string& environment = "") {
+    const CommandResult r = run_gpt(args, false, environment);
     EXPECT_EQ(r.exit_code, code) << args << "\n" << r.output;
     for (const std::string& f : fragments)
       EXPECT_NE(r.output.find(f), std::string::npos) << "missing \"" << f << "\" in:\n" << r.output;
@@ -135,6 +138,59 @@ TEST_F(Cli, TrainThenEvalRoundTrip) {
   expect_error("eval --out_dir " + dir.file("out") + " --data " + foreign, 2,
                {"'§' (U+00A7)", "position 8", "vocabulary"});
   expect_error("eval --out_dir " + dir.file("nowhere") + " --data " + corpus, 2, {"no checkpoint"});
+}
+
+// GPT_MAX_ISA: --version, the training log and gpt bench --json name the capped kernels and the
+// cap; an unknown value is refused before any subcommand, --version included.
+TEST_F(Cli, MaxIsaNamesTheCappedKernelsAndAnUnknownValueIsRefused) {
+  for (const std::string& args : {std::string("--version"), "train --config " + tiny()})
+    expect_error(args, 2, {"GPT_MAX_ISA=bogus", "portable, avx2, avx512, avx512_bf16, amx, neon"}, "GPT_MAX_ISA=bogus");
+  const CommandResult portable = run_gpt("--version", false, "GPT_MAX_ISA=portable");
+  EXPECT_EQ(portable.exit_code, 0);
+  EXPECT_NE(
+      portable.output.find("(kernels: float32 portable, bfloat16 portable-bf16, rows baseline; GPT_MAX_ISA=portable)"),
+      std::string::npos)
+      << portable.output;
+  if (!cpu_features().avx2 || !cpu_features().fma) GTEST_SKIP() << "this CPU has no AVX2";
+  const CommandResult avx2 = run_gpt("--version", false, "GPT_MAX_ISA=AVX2");
+  EXPECT_NE(avx2.output.find("(kernels: float32 avx2-fma, bfloat16 avx2-fma-bf16, rows avx2; GPT_MAX_ISA=avx2)"),
+            std::string::npos)
+      << avx2.output;
+  const CommandResult bench =
+      run_gpt("bench --config " + tiny() + " --iters 1 --warmup 0 --peak_gflops 1 --json", true, "GPT_MAX_ISA=avx2");
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  const auto result = nlohmann::json::parse(bench.output);
+  EXPECT_EQ(result["kernel"], "avx2-fma");
+  EXPECT_EQ(result["max_isa"], "avx2");
+}
+
+// The cap changes which kernels run, never the bits: the same losses and checkpoint uncapped, under
+// avx2 and portable; float32 with dropout (whose masks have vector paths of their own), and bfloat16
+// in the sequential arithmetic ("auto" picks AMX's tiles by the capped CPU, other bits).
+TEST_F(Cli, MaxIsaChangesTheKernelsNeverTheBits) {
+  const std::string out = dir.file("out");
+  for (const std::string dtype : {"float32", "bfloat16 --bf16_arithmetic sequential"}) {
+    std::optional<LoggedRun> uncapped;
+    std::string uncapped_weights;
+    for (const std::string cap : {"", "avx2", "portable"}) {
+      std::filesystem::remove_all(out);
+      const CommandResult train = run_gpt("train --config " + tiny() + " --max_iters 10 --dropout 0.1 --dtype " + dtype,
+                                          false, "GPT_MAX_ISA=" + cap);
+      ASSERT_EQ(train.exit_code, 0) << train.output;
+      if (!cap.empty()) EXPECT_NE(train.output.find("; GPT_MAX_ISA=" + cap + ")"), std::string::npos) << train.output;
+      const LoggedRun run = read_metrics(out);
+      const std::string weights = read_text(out + "/model.safetensors");
+      ASSERT_FALSE(run.train.empty());
+      if (!uncapped) {
+        uncapped = run;
+        uncapped_weights = weights;
+        continue;
+      }
+      EXPECT_EQ(run.train, uncapped->train) << dtype << ", GPT_MAX_ISA=" << cap;
+      EXPECT_EQ(run.val, uncapped->val) << dtype << ", GPT_MAX_ISA=" << cap;
+      EXPECT_TRUE(weights == uncapped_weights) << dtype << ", GPT_MAX_ISA=" << cap;
+    }
+  }
 }
 
 // dtype bfloat16 from the command line: logged, recorded in the checkpoint, used by sample and eval

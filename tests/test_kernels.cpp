@@ -1,12 +1,16 @@
 // The small vector kernels: softmax rows (against double precision, and a causal row wider than
 // its values bit for bit against the row of just its values), fixed-lane sums, layernorm rows and
 // dropout masks (every instruction set's path this CPU runs against the others, or against the
-// definition, bit for bit), and the activations' backward in each of its write modes.
+// definition, bit for bit), and the activations' backward in each of its write modes. Also
+// GPT_MAX_ISA's values and the features each cap leaves (tests/test_cli.cpp runs gpt under it).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include <omp.h>
@@ -375,6 +379,49 @@ TEST(DropoutMaskKernel, KeepsOneMinusPOfTheElements) {
     EXPECT_NEAR(kept / n, 1.0 - p, 0.003) << p;  // about 6 standard deviations
     EXPECT_TRUE(same_bits(*std::max_element(out.begin(), out.end()), keys.keep_scale));
   }
+}
+
+TEST(MaxIsa, EveryNameParsesInAnyCaseAndUnsetOrEmptyIsNoCap) {
+  for (const MaxIsa cap : kMaxIsas) {
+    EXPECT_EQ(parse_max_isa(max_isa_name(cap)).cap, cap) << max_isa_name(cap);
+    std::string upper = max_isa_name(cap);
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    const MaxIsaSetting parsed = parse_max_isa(upper.c_str());
+    EXPECT_EQ(parsed.cap, cap) << upper;
+    EXPECT_EQ(parsed.error, "") << upper;
+  }
+  for (const char* none : {static_cast<const char*>(nullptr), ""}) {
+    EXPECT_EQ(parse_max_isa(none).cap, std::nullopt);
+    EXPECT_EQ(parse_max_isa(none).error, "");
+  }
+}
+
+TEST(MaxIsa, AnUnknownNameIsAnErrorNamingTheVariableTheValueAndEveryValidName) {
+  for (const char* bad : {"bogus", "avx", "avx-512", " avx2"}) {
+    const MaxIsaSetting parsed = parse_max_isa(bad);
+    EXPECT_EQ(parsed.cap, std::nullopt) << bad;
+    EXPECT_NE(parsed.error.find(std::string("GPT_MAX_ISA=") + bad), std::string::npos) << parsed.error;
+    for (const MaxIsa cap : kMaxIsas)
+      EXPECT_NE(parsed.error.find(max_isa_name(cap)), std::string::npos) << parsed.error;
+  }
+}
+
+// Each cap clears the features above it and keeps those below; a level of the other architecture
+// caps nothing.
+TEST(MaxIsa, ACapClearsExactlyTheFeaturesAboveIt) {
+  const CpuFeatures all{
+      .avx2 = true, .fma = true, .avx512f = true, .avx512dq = true, .avx512bf16 = true, .amx_bf16 = true, .neon = true};
+  const auto flags = [](const CpuFeatures& f) {
+    return std::vector<bool>{f.avx2, f.fma, f.avx512f, f.avx512dq, f.avx512bf16, f.amx_bf16, f.neon};
+  };
+  EXPECT_EQ(flags(capped(all, MaxIsa::portable)), flags(CpuFeatures{}));
+  EXPECT_EQ(flags(capped(all, MaxIsa::avx2)), (std::vector<bool>{true, true, false, false, false, false, true}));
+  EXPECT_EQ(flags(capped(all, MaxIsa::avx512)), (std::vector<bool>{true, true, true, true, false, false, true}));
+  EXPECT_EQ(flags(capped(all, MaxIsa::avx512_bf16)), (std::vector<bool>{true, true, true, true, true, false, true}));
+  EXPECT_EQ(flags(capped(all, MaxIsa::amx)), flags(all));
+  EXPECT_EQ(flags(capped(all, MaxIsa::neon)), flags(all));
+  const CpuFeatures avx2_only{.avx2 = true, .fma = true};
+  EXPECT_EQ(flags(capped(avx2_only, MaxIsa::avx512)), flags(avx2_only));
 }
 
 }  // namespace

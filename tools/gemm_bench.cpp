@@ -19,6 +19,7 @@
 
 #include "core/aligned_buffer.h"
 #include "core/rng.h"
+#include "kernels/cpu_features.h"
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
 #include "median_seconds.h"
@@ -42,6 +43,11 @@ struct Rounds {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const gpt::MaxIsaSetting& max_isa = gpt::max_isa_setting();
+  if (!max_isa.error.empty()) {
+    std::fprintf(stderr, "gemm_bench: %s\n", max_isa.error.c_str());
+    return 2;
+  }
   const int rounds = argc > 1 ? std::max(1, std::atoi(argv[1])) : 5;
   const std::string filter = argc > 2 ? argv[2] : "";
   // B*T = 768 rows (CPU recipe: 12 x 64), C = 128; and 16384 rows (64 x 256), C = 384 (10.7M recipe).
@@ -109,11 +115,11 @@ int main(int argc, char** argv) {
         "\"rounds\": %d, \"ours_gflops\": %.1f, \"openblas_gflops\": %.1f, \"ratio\": %.3f, \"ratio_min\": %.3f, "
         "\"ratio_max\": %.3f, \"kernel\": \"%s\", \"fp32_peak_gflops\": %.1f, \"bf16_gflops\": %.1f, "
         "\"bf16_kernel\": \"%s\", \"bf16_peak_gflops\": %.1f, \"vdpbf16ps_gflops\": %.1f, "
-        "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d, \"openblas_core\": \"%s\"}\n",
+        "\"vdpbf16ps_peak_gflops\": %.1f, \"threads\": %d, \"openblas_core\": \"%s\", \"max_isa\": \"%s\"}\n",
         s.what, s.ta ? "true" : "false", s.tb ? "true" : "false", s.M, s.N, s.K, s.accumulate ? "true" : "false",
         rounds, gflops(r.ours), gflops(r.blas), median(r.ratio), *lowest, *highest, gpt::gemm_kernel_name(), fp32_peak,
         gflops(r.bf16), gpt::gemm_kernel_name(gpt::Dtype::bfloat16), bf16_peak, gflops(r.vdpbf16ps), vdpbf16ps_peak,
-        omp_get_max_threads(), openblas_get_corename());
+        omp_get_max_threads(), openblas_get_corename(), max_isa.cap ? gpt::max_isa_name(*max_isa.cap) : "");
     std::fflush(stdout);
   }
 }

@@ -62,5 +62,7 @@ help_to_roff() {
     done
 } >"$work/include"
 
+# The version without the kernels it names, which are the build machine's, not the reader's.
+version=$("$work/gpt" --version | sed 's/ (kernels: .*//')
 help2man --no-info --name "train and sample character-level GPT models" --section 1 \
-  --include "$work/include" --output "$out" "$work/gpt"
+  --version-string "$version" --include "$work/include" --output "$out" "$work/gpt"

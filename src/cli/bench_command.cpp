@@ -11,12 +11,14 @@
 #include <cstdio>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/config_flags.h"
 #include "cli/config_loader.h"
 #include "core/check.h"
+#include "kernels/cpu_features.h"
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
 #include "train/lr_schedule.h"
@@ -81,10 +83,12 @@ int run_bench(BenchOptions& options) {
   const double mfu = peak > 0 ? gflops / peak : 0;
   const double rss = peak_rss_mib();
   if (options.json) {
+    const std::optional<MaxIsa> cap = max_isa_setting().cap;
     nlohmann::ordered_json j = {{"config", options.config_path},
                                 {"threads", omp_get_max_threads()},
                                 {"dtype", dtype_name(config.dtype)},
                                 {"kernel", gemm_kernel_name(config.dtype)},
+                                {"max_isa", cap ? nlohmann::json(max_isa_name(*cap)) : nlohmann::json()},
                                 {"parameters", model.params().parameter_count()},
                                 {"iters", options.iters},
                                 {"median_ms_per_iter", median},

@@ -1,5 +1,8 @@
 #include "kernels/cpu_features.h"
 
+#include <cctype>
+#include <cstdlib>
+
 #include "core/check.h"
 
 #if GPT_X86_64
@@ -76,8 +79,67 @@ thread_local const VectorIsa* t_forced_isa = nullptr;
 }  // namespace
 
 const CpuFeatures& cpu_features() {
-  static const CpuFeatures features = detect();
+  static const CpuFeatures features = [] {
+    const std::optional<MaxIsa> cap = max_isa_setting().cap;
+    return cap ? capped(detect(), *cap) : detect();
+  }();
   return features;
+}
+
+const char* max_isa_name(MaxIsa cap) {
+  switch (cap) {
+    case MaxIsa::portable:
+      return "portable";
+    case MaxIsa::avx2:
+      return "avx2";
+    case MaxIsa::avx512:
+      return "avx512";
+    case MaxIsa::avx512_bf16:
+      return "avx512_bf16";
+    case MaxIsa::amx:
+      return "amx";
+    case MaxIsa::neon:
+      break;
+  }
+  return "neon";
+}
+
+MaxIsaSetting parse_max_isa(const char* value) {
+  if (!value || !*value) return {};
+  std::string lower;
+  for (const char* c = value; *c; ++c) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(*c))));
+  std::string valid;
+  for (const MaxIsa cap : kMaxIsas) {
+    if (lower == max_isa_name(cap)) return {cap, {}};
+    valid += std::string(valid.empty() ? "" : ", ") + max_isa_name(cap);
+  }
+  return {std::nullopt, std::string(kMaxIsaVariable) + "=" + value + " names no instruction set: expected one of " +
+                            valid + " (or unset: no cap)"};
+}
+
+const MaxIsaSetting& max_isa_setting() {
+  static const MaxIsaSetting setting = parse_max_isa(std::getenv(kMaxIsaVariable));
+  return setting;
+}
+
+CpuFeatures capped(CpuFeatures f, MaxIsa cap) {
+  switch (cap) {
+    case MaxIsa::portable:
+      return {};
+    case MaxIsa::avx2:
+      f.avx512f = f.avx512dq = false;
+      [[fallthrough]];
+    case MaxIsa::avx512:
+      f.avx512bf16 = false;
+      [[fallthrough]];
+    case MaxIsa::avx512_bf16:
+      f.amx_bf16 = false;
+      break;
+    case MaxIsa::amx:
+    case MaxIsa::neon:
+      break;
+  }
+  return f;
 }
 
 const char* vector_isa_name(VectorIsa isa) {

@@ -1,9 +1,12 @@
-// What this CPU can run, detected once at run time, and which code path the vector kernels take.
-// The GEMM's micro-kernel families (kernels/gemm/dispatch.cpp) and the row and range kernels
-// (dropout masks, softmax rows, layernorm rows) choose from these flags; nothing else asks the CPU.
-// x86-64 (cpuid) and aarch64 (getauxval on Linux, sysctlbyname on macOS); on any other CPU only
-// the portable code runs.
+// What this CPU can run, detected once at run time and capped by GPT_MAX_ISA, and which code path
+// the vector kernels take. The GEMM's micro-kernel families (kernels/gemm/dispatch.cpp), the row
+// and range kernels (dropout masks, softmax rows, layernorm rows) and the peak probes choose from
+// these flags; nothing else asks the CPU. x86-64 (cpuid) and aarch64 (getauxval on Linux,
+// sysctlbyname on macOS); on any other CPU only the portable code runs.
 #pragma once
+
+#include <optional>
+#include <string>
 
 // The architecture the code is compiled for: x86-64 compiles the x86 paths (target attributes,
 // <immintrin.h>), aarch64 the NEON ones (<arm_neon.h>); each family file of kernels/gemm/ is built
@@ -27,7 +30,32 @@ struct CpuFeatures {
   bool amx_bf16 = false;
   bool neon = false;  // aarch64's Advanced SIMD (every aarch64 CPU has it)
 };
+// What this process may use: the CPU's features less those above GPT_MAX_ISA's cap, so every
+// kernel choice, on every thread, sees the capped CPU.
 const CpuFeatures& cpu_features();
+
+// GPT_MAX_ISA, a cap on the instruction sets the process uses (as oneDNN's ONEDNN_MAX_CPU_ISA), so
+// that an AVX-512 machine can measure what an AVX2 one runs. Each level allows those below it on
+// its architecture (x86-64: portable < avx2 < avx512 < avx512_bf16 < amx; aarch64: portable <
+// neon); a level the architecture does not have caps nothing. It changes which kernels run, never
+// the bits: every family of a dtype and arithmetic computes the same ones.
+enum class MaxIsa { portable, avx2, avx512, avx512_bf16, amx, neon };
+inline constexpr MaxIsa kMaxIsas[] = {MaxIsa::portable,    MaxIsa::avx2, MaxIsa::avx512,
+                                      MaxIsa::avx512_bf16, MaxIsa::amx,  MaxIsa::neon};
+inline constexpr const char* kMaxIsaVariable = "GPT_MAX_ISA";
+const char* max_isa_name(MaxIsa cap);
+
+struct MaxIsaSetting {
+  std::optional<MaxIsa> cap;  // none: no cap
+  std::string error;          // why the value names no level (empty when it does)
+};
+// GPT_MAX_ISA's value (nullptr: unset), case-insensitive; unset or empty is no cap.
+MaxIsaSetting parse_max_isa(const char* value);
+// This process's setting, read once. An invalid value caps nothing here: gpt's main refuses it
+// before any kernel is chosen, so the library never has to.
+const MaxIsaSetting& max_isa_setting();
+// `detected` as a CPU without the instruction sets above `cap` would report it.
+CpuFeatures capped(CpuFeatures detected, MaxIsa cap);
 
 // The row and range kernels are compiled once per instruction set and the best one this CPU has
 // runs. Each path computes the same bits (integer hashing, or float arithmetic in a fixed order

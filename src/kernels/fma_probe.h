@@ -2,7 +2,8 @@
 // vector width the float32 kernel uses (AVX-512, AVX2 or NEON), or for bfloat16 AMX's TDPBF16PS
 // where the tiles arithmetic runs on them, VDPBF16PS where the CPU has it (the emulation elsewhere
 // runs on the FMA units: their peak). Every thread runs independent chains for a fixed time. It is
-// the "peak" that `gpt bench` and `gpt train` report MFU against.
+// the "peak" that `gpt bench` and `gpt train` report MFU against; under GPT_MAX_ISA, the capped
+// family's instructions (it asks the kernel choice, which sees the capped CPU).
 #pragma once
 
 #include "kernels/dtype.h"

@@ -80,8 +80,11 @@ void row_times_transposed_serial(int64_t N, int64_t K, const float* a, const flo
 const char* gemm_kernel_name(Dtype inputs = Dtype::float32);
 int gemm_vector_width();
 // For logs: the products' input format and the kernel that runs them (saying so when bfloat16 is
-// emulated, which is exact but slower than float32).
+// emulated, which is exact but slower than float32), and the GPT_MAX_ISA cap if there is one.
 std::string describe_matmul(Dtype inputs);
+// For `gpt --version`: the kernels a run here chooses (float32, bfloat16, the row kernels), and
+// the cap if there is one: "float32 avx2-fma, bfloat16 avx2-fma-bf16, rows avx2; GPT_MAX_ISA=avx2".
+std::string describe_kernels();
 // The kernels this CPU can run for `inputs`, the automatic choice's candidates fastest first. All
 // of one dtype give the same bits. float32: "avx512", "avx2-fma" (float32 FMAs), "portable".
 // bfloat16: "avx512-bf16" (VDPBF16PS), "avx512-fma-bf16", "avx2-fma-bf16" (float32 FMAs on rounded

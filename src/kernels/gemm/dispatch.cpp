@@ -3,6 +3,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -80,6 +81,12 @@ AnyFamily tiles_family() {
 // Whether the tiles arithmetic runs on hardware here: AMX granted by Linux and every instruction
 // the family's packing needs (not only the emulation).
 bool tiles_run_on_hardware() { return std::strcmp(tiles_family().name(), kPortableAmxBf16.name) != 0; }
+
+// A line that names kernels names the cap that chose them, if any.
+std::string cap_note() {
+  const std::optional<MaxIsa> cap = max_isa_setting().cap;
+  return cap ? std::string("; ") + kMaxIsaVariable + "=" + max_isa_name(*cap) : std::string();
+}
 
 }  // namespace
 
@@ -183,17 +190,21 @@ bool gemm_bfloat16_uses_vdpbf16ps() {
 }
 
 std::string describe_matmul(Dtype inputs) {
-  if (inputs == Dtype::float32)
-    return std::string("matrix products: float32 (") + gemm_kernel_name(inputs) + " kernel)";
-  const std::string line =
-      std::string("matrix products: bfloat16 inputs, float32 sums (") + gemm_kernel_name(Dtype::bfloat16) + " kernel";
+  const std::string kernel = std::string(gemm_kernel_name(inputs)) + " kernel";
+  if (inputs == Dtype::float32) return "matrix products: float32 (" + kernel + gemm_detail::cap_note() + ")";
+  std::string how;  // nothing to add for VDPBF16PS
   if (bf16_arithmetic() == Bf16Arithmetic::tiles)
-    return line + (gemm_detail::tiles_run_on_hardware()
-                       ? ", AMX tiles)"
-                       : "; AMX's tiles arithmetic emulated: exact, and many times slower)");
-  if (gemm_bfloat16_uses_vdpbf16ps()) return line + ")";
-  if (cpu_features().avx512bf16) return line + "; this CPU's VDPBF16PS measured slower than its FMAs)";
-  return line + "; no AVX512_BF16 here: no faster than float32)";
+    how = gemm_detail::tiles_run_on_hardware() ? ", AMX tiles"
+                                               : "; AMX's tiles arithmetic emulated: exact, and many times slower";
+  else if (!gemm_bfloat16_uses_vdpbf16ps())
+    how = cpu_features().avx512bf16 ? "; this CPU's VDPBF16PS measured slower than its FMAs"
+                                    : "; no AVX512_BF16 here: no faster than float32";
+  return "matrix products: bfloat16 inputs, float32 sums (" + kernel + how + gemm_detail::cap_note() + ")";
+}
+
+std::string describe_kernels() {
+  return std::string("float32 ") + gemm_kernel_name(Dtype::float32) + ", bfloat16 " +
+         gemm_kernel_name(Dtype::bfloat16) + ", rows " + vector_isa_name(vector_isa()) + gemm_detail::cap_note();
 }
 
 }  // namespace gpt
