@@ -427,6 +427,22 @@ TEST_F(Serve, BadRequestsGet4xxNamingTheFieldAndTheServerGoesOn) {
       3u);
 }
 
+// The answer to one request sent as written (with "Connection: close": the server closes after it).
+std::string answer_to(int port, const std::string& request) {
+  RawConnection connection(port);
+  EXPECT_TRUE(connection.connected());
+  EXPECT_TRUE(connection.send(request));
+  return connection.read_until(std::string(1, '\0'));  // never sent: reads to the end
+}
+
+int status_of(const std::string& answer) { return answer.size() > 12 ? std::atoi(answer.c_str() + 9) : 0; }
+
+std::string request_text(const std::string& method, const std::string& path, const std::string& headers,
+                         const std::string& body = "") {
+  return method + " " + path + " HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) +
+         "\r\nConnection: close\r\n\r\n" + body;
+}
+
 // A client that sends its request a byte at a time (slowloris) holds one connection until the read
 // timeout drops it; everyone else is served meanwhile.
 TEST_F(Serve, SlowClientIsDroppedWhileOthersAreServed) {
@@ -444,6 +460,130 @@ TEST_F(Serve, SlowClientIsDroppedWhileOthersAreServed) {
   slow.read_until("\r\n\r\n");  // the server closes it (possibly after an error response)
   EXPECT_LT(std::chrono::steady_clock::now() - before, 8s);
   EXPECT_TRUE(healthy());
+}
+
+// The whole request (headers and body) has one deadline: a client that trickles a byte now and
+// then, each within any per-read timeout, is still dropped when the deadline passes.
+TEST_F(Serve, TricklingClientIsDroppedAtTheRequestDeadline) {
+  ServeOptions options;
+  options.read_timeout_seconds = 1;
+  start(options);
+  RawConnection slow(port);
+  const std::string head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Padding: ";
+  const auto before = std::chrono::steady_clock::now();
+  bool dropped = false;
+  for (int i = 0; i < 40 && !dropped; ++i) {
+    dropped = !slow.send(i < static_cast<int>(head.size()) ? head.substr(i, 1) : "a");
+    std::this_thread::sleep_for(100ms);
+  }
+  const std::string answer = slow.read_until("\r\n\r\n");
+  EXPECT_EQ(status_of(answer), 408) << answer;
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 3s);
+  EXPECT_TRUE(healthy());
+}
+
+// Connections are bounded: one beyond the limit is answered 503 at once; below the limit, clients
+// that opened connections and sent nothing (or half a request) delay no one.
+TEST_F(Serve, ConnectionsBeyondTheLimitGet503AndIdleOnesDelayNoOne) {
+  ServeOptions options;
+  options.max_connections = 40;
+  start(options);
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 39; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(idle.back()->connected());
+    if (i % 2) {
+      ASSERT_TRUE(idle.back()->send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
+    }
+  }
+  auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(healthy());  // the 40th connection
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s);
+  // The 40th, kept open: the next is one too many. (The server may count health's connection a
+  // moment after its client closed it.)
+  std::unique_ptr<RawConnection> last;
+  for (int i = 0; i < 100 && !last; ++i) {
+    last = std::make_unique<RawConnection>(port);
+    ASSERT_TRUE(last->send("GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"));
+    if (status_of(last->read_until("\r\n\r\n")) != 200) {
+      last.reset();
+      std::this_thread::sleep_for(10ms);
+    }
+  }
+  ASSERT_TRUE(last);
+  before = std::chrono::steady_clock::now();
+  const std::string refused = answer_to(port, request_text("GET", "/health", "Host: 127.0.0.1\r\n"));
+  EXPECT_EQ(status_of(refused), 503) << refused;
+  EXPECT_NE(refused.find("Retry-After: 1"), std::string::npos);
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s);
+  idle.clear();
+  last.reset();
+  bool served = false;
+  for (int i = 0; i < 200 && !served; ++i) {
+    served = healthy();
+    if (!served) std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(served) << "closed connections are not counted any more";
+}
+
+// With the default limit, 150 half-sent requests (each holding a connection until its deadline)
+// do not delay /health by a second.
+TEST_F(Serve, HalfSentRequestsDoNotDelayHealth) {
+  start();
+  std::vector<std::unique_ptr<RawConnection>> half_sent;
+  for (int i = 0; i < 150; ++i) {
+    half_sent.push_back(std::make_unique<RawConnection>(port));
+    ASSERT_TRUE(half_sent.back()->send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100\r\n"));
+  }
+  const auto before = std::chrono::steady_clock::now();
+  EXPECT_TRUE(healthy());
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s);
+}
+
+// A client that leaves before its (not streamed) completion is done cancels it: its slot is free
+// within a step or two, instead of generating up to max_tokens for no one.
+TEST_F(Serve, DisconnectBeforeAWholeCompletionEndsItFreesTheSlot) {
+  start();
+  RawConnection vanishing(port);
+  ASSERT_TRUE(
+      vanishing.send(post_request("/v1/completions", json({{"prompt", "hello"}, {"max_tokens", 4096}}).dump())));
+  int busy = 0;
+  for (int i = 0; i < 500 && busy == 0; ++i) {
+    busy = json::parse(client().Get("/health")->body)["slots_busy"];
+    if (busy == 0) std::this_thread::sleep_for(2ms);
+  }
+  ASSERT_EQ(busy, 1);
+  vanishing.close();
+  const auto before = std::chrono::steady_clock::now();
+  for (int i = 0; i < 500 && busy != 0; ++i) {
+    std::this_thread::sleep_for(5ms);
+    busy = json::parse(client().Get("/health")->body)["slots_busy"];
+  }
+  EXPECT_EQ(busy, 0) << "the completion of a client that went away is still generating";
+  EXPECT_LT(std::chrono::steady_clock::now() - before, 1s);
+}
+
+// HTTP/1.1 as clients speak it: "Expect: 100-continue" (curl, for bodies over 1 KiB) gets its
+// go-ahead, and requests pipelined on one connection are answered in order.
+TEST_F(Serve, ContinueAndPipelinedRequests) {
+  start();
+  const std::string body = json({{"prompt", std::string(1500, 'a')}, {"max_tokens", 2}}).dump();
+  RawConnection connection(port);
+  ASSERT_TRUE(
+      connection.send("POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                      "Expect: 100-continue\r\nContent-Length: " +
+                      std::to_string(body.size()) + "\r\n\r\n"));
+  EXPECT_EQ(connection.read_until("\r\n\r\n"), "HTTP/1.1 100 Continue\r\n\r\n");
+  ASSERT_TRUE(connection.send(body + "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" +
+                              "GET /v1/models/test HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"));
+  const std::string answers = connection.read_until(std::string(1, '\0'));
+  const std::size_t first = answers.find("HTTP/1.1 200"), second = answers.find("HTTP/1.1 200", first + 1),
+                    third = answers.find("HTTP/1.1 200", second + 1);
+  ASSERT_NE(third, std::string::npos) << answers;
+  EXPECT_NE(answers.find("\"text_completion\""), std::string::npos);
+  EXPECT_LT(answers.find("\"text_completion\""), second);
+  EXPECT_LT(answers.find("\"slots_busy\""), third);
+  EXPECT_NE(answers.find("\"owned_by\":\"gpt\"", third), std::string::npos);
 }
 
 TEST_F(Serve, DisconnectMidStreamFreesTheSlot) {
@@ -536,22 +676,6 @@ TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
     }
 }
 
-// The answer to one request sent as written (with "Connection: close": the server closes after it).
-std::string answer_to(int port, const std::string& request) {
-  RawConnection connection(port);
-  EXPECT_TRUE(connection.connected());
-  EXPECT_TRUE(connection.send(request));
-  return connection.read_until(std::string(1, '\0'));  // never sent: reads to the end
-}
-
-int status_of(const std::string& answer) { return answer.size() > 12 ? std::atoi(answer.c_str() + 9) : 0; }
-
-std::string request_text(const std::string& method, const std::string& path, const std::string& headers,
-                         const std::string& body = "") {
-  return method + " " + path + " HTTP/1.1\r\n" + headers + "Content-Length: " + std::to_string(body.size()) +
-         "\r\nConnection: close\r\n\r\n" + body;
-}
-
 // What a page on another site can send without a preflight: text/plain, its own Origin, and (by
 // DNS rebinding) its own name as the Host. Each is refused alone, before the engine runs anything.
 TEST_F(Serve, CrossSiteAndForeignHostRequestsAreRefused) {
@@ -582,7 +706,16 @@ TEST_F(Serve, CrossSiteAndForeignHostRequestsAreRefused) {
       port, request_text("GET", "/v1/models", ok_host + "Origin: http://127.0.0.1:" + std::to_string(port) + "\r\n"));
   EXPECT_EQ(status_of(same_origin), 200);
   EXPECT_EQ(same_origin.find("Access-Control-Allow-Origin"), std::string::npos) << "no CORS unless --cors asks";
-  EXPECT_EQ(json::parse(client().Get("/health")->body)["slots_busy"], 0);
+  // None of the refused requests started a completion: with 4096 characters to write, it would
+  // hold its slot long after its refusal.
+  const auto busy = [&] { return json::parse(client().Get("/health")->body)["slots_busy"].get<int>(); };
+  for (int i = 0; i < 400 && busy() != 0; ++i) std::this_thread::sleep_for(5ms);
+  const std::string long_body = json({{"prompt", "hello"}, {"max_tokens", 4096}}).dump();
+  for (const std::string& headers :
+       {std::string("Host: evil.example:18080\r\nContent-Type: text/plain\r\n"),
+        ok_host + "Content-Type: text/plain\r\n", ok_host + json_type + "Origin: http://evil.example\r\n"})
+    EXPECT_NE(status_of(answer_to(port, request_text("POST", "/v1/completions", headers, long_body))), 200);
+  EXPECT_EQ(busy(), 0);
 }
 
 // A refusal costs the request's headers only: the server answers without waiting for the body.
@@ -739,6 +872,11 @@ TEST_F(Serve, PageModelsAndHealth) {
   EXPECT_EQ(models["data"][0]["meta"]["block_size"], 16);
   EXPECT_EQ(json::parse(client().Get("/v1/models/test")->body)["id"], "test");
   EXPECT_EQ(client().Get("/v1/models/other")->status, 404);
+  EXPECT_EQ(client().Post("/health", "{}", "application/json")->status, 405);
+  const std::string head = answer_to(port, request_text("HEAD", "/health", "Host: 127.0.0.1\r\n"));
+  EXPECT_EQ(status_of(head), 200);
+  EXPECT_NE(head.find("Content-Length: "), std::string::npos);
+  EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "") << "HEAD: no body";
   EXPECT_TRUE(healthy());
 }
 

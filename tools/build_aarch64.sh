@@ -4,8 +4,8 @@
 # (tools/compare_aarch64.sh). Installs what is missing (as root: apt-get, after adding the arm64
 # architecture; otherwise it prints the commands and exits 1): Debian's cross compiler, qemu-user
 # and the arm64 builds of our libraries. Without MPI, without the man page (help2man would have to
-# run the aarch64 binary), without gpt serve (Debian's cpp-httplib is a compiled library whose arm64
-# build would bring OpenSSL's, zlib's and brotli's; a native aarch64 build has it).
+# run the aarch64 binary), without gpt serve (its tests' client, Debian's cpp-httplib, is a compiled
+# library whose arm64 build would bring OpenSSL's, zlib's and brotli's; a native aarch64 build has it).
 #   tools/build_aarch64.sh              gpt and every test binary
 #   tools/build_aarch64.sh TARGET ...   only these targets (CI: gpt and the tests it runs)
 set -euo pipefail

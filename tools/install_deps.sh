@@ -3,7 +3,7 @@
 # apt-get; otherwise it prints the apt-get line to run and exits 1.
 #   tools/install_deps.sh [EXTRA_PACKAGE ...]
 set -euo pipefail
-packages=(g++ cmake make pkg-config libcli11-dev libspdlog-dev nlohmann-json3-dev libxxhash-dev libcpp-httplib-dev libgtest-dev
+packages=(g++ cmake make pkg-config libcli11-dev libspdlog-dev nlohmann-json3-dev libxxhash-dev libboost-dev libcpp-httplib-dev libgtest-dev
           clang-format libopenmpi-dev openmpi-bin help2man "$@")
 missing=()
 for p in "${packages[@]}"; do

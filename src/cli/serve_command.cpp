@@ -50,6 +50,10 @@ std::string read_api_key(const std::string& path) {
 void validate(const ServeCommandOptions& o, int64_t block_size) {
   if (o.serve.port < 0 || o.serve.port > 65535) throw UserError("--port must be in [0, 65535] (0 = any free port)");
   if (o.serve.max_clients < 1 || o.serve.max_clients > 1024) throw UserError("--max_clients must be in [1, 1024]");
+  if (o.serve.max_connections < 2 * o.serve.max_clients + 2 || o.serve.max_connections > 65536)
+    throw UserError(
+        "--max_connections must be in [2 x --max_clients + 2, 65536]: every generating and waiting "
+        "client holds a connection, and /health needs one more");
   if (o.serve.limits.max_tokens < 1) throw UserError("--max_tokens must be >= 1");
   if (o.serve.context_shift < 0 || o.serve.context_shift > block_size)
     throw UserError("--context_shift must be in [0, block_size = " + std::to_string(block_size) + "] (0 = exact)");
@@ -124,6 +128,9 @@ Command add_serve_command(CLI::App& app) {
   sub->add_option("--max_clients", s.max_clients,
                   "completions (choices) generated at once, batched in each step; as many more may wait, and "
                   "beyond that a request gets 503")
+      ->capture_default_str();
+  sub->add_option("--max_connections", s.max_connections,
+                  "connections open at once (one thread each); one more is answered 503 at once")
       ->capture_default_str();
   sub->add_option("--max_tokens", s.limits.max_tokens, "the most characters one choice may ask for")
       ->capture_default_str();

@@ -1,11 +1,9 @@
 #include "serve/http_server.h"
 
-#include <httplib.h>
 #include <spdlog/spdlog.h>
 
 #include <chrono>
 #include <nlohmann/json.hpp>
-#include <optional>
 #include <thread>
 
 #include "core/check.h"
@@ -18,6 +16,7 @@ namespace gpt {
 namespace {
 
 using json = nlohmann::ordered_json;  // fields in the order written (top_logprobs most likely first)
+using namespace std::chrono_literals;
 
 // Model text may hold bytes that are not UTF-8 (a byte vocabulary's single bytes): replaced, not thrown.
 template <typename Json>
@@ -25,28 +24,33 @@ std::string dump(const Json& j) {
   return j.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-void send_json(httplib::Response& res, int status, const json& body) {
-  res.status = status;
-  res.set_content(dump(body), "application/json");
+// A JSON answer (/inspect's is an nlohmann::json, in its sorted order).
+template <typename Json>
+void send_json(HttpConnection& connection, int status, const Json& body) {
+  HttpResponse response;
+  response.status = status;
+  response.body = dump(body);
+  connection.send(response);
 }
 
-// /inspect's answer: large, in nlohmann::json's (sorted) order.
-void send_inspection(httplib::Response& res, const nlohmann::json& body) {
-  res.status = 200;
-  res.set_content(dump(body), "application/json");
+// A refusal; `close` ends the connection (its body, if any, was not read).
+void send_error(HttpConnection& connection, int status, const std::string& message, const std::string& param,
+                bool close = false) {
+  HttpResponse response;
+  response.status = status;
+  response.body = error_json(status, message, param);
+  if (status == 503) response.headers.emplace_back("Retry-After", "1");
+  connection.send(response, close);
 }
 
-json error_body(int status, const std::string& message, const std::string& param) {
-  const char* type = status == 503   ? "server_busy"
-                     : status >= 500 ? "server_error"
-                     : status == 401 ? "authentication_error"
-                     : status == 403 ? "permission_error"
-                                     : "invalid_request_error";
-  return {{"error",
-           {{"message", message},
-            {"type", type},
-            {"param", param.empty() ? json(nullptr) : json(param)},
-            {"code", status}}}};
+// HEAD is GET without the body.
+void require_method(const HttpRequest& request, const std::string& method) {
+  if (request.method != method && !(method == "GET" && request.method == "HEAD"))
+    throw RequestError(405, request.path + " takes " + method + ", not " + request.method.substr(0, 16));
+}
+
+int64_t unix_seconds() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 json logprobs_json(const std::vector<TokenLogprob>& entries, int64_t& offset) {
@@ -69,20 +73,6 @@ json choice_json(int64_t index, const std::string& text, json logprobs, FinishRe
           {"text", text},
           {"logprobs", std::move(logprobs)},
           {"finish_reason", finish == FinishReason::none ? json(nullptr) : json(finish_reason_name(finish))}};
-}
-
-std::optional<std::string> header(const httplib::Request& req, const char* name) {
-  if (!req.has_header(name)) return std::nullopt;
-  return req.get_header_value(name);
-}
-
-RequestHead request_head(const httplib::Request& req) {
-  return {req.method,
-          req.path,
-          header(req, "Host"),
-          header(req, "Origin"),
-          header(req, "Content-Type"),
-          header(req, "Authorization")};
 }
 
 // What a whole (non-streamed) completion collects per choice.
@@ -112,50 +102,30 @@ HttpServer::HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options)
       options_(std::move(options)),
       access_(options_.access),
       engine_(model, vocab, {options_.max_clients, options_.max_clients, options_.context_shift}),
-      http_(std::make_unique<httplib::Server>()),
+      listener_({options_.access.host,
+                 options_.port,
+                 options_.max_connections,
+                 {16 << 10, options_.max_body_bytes, std::chrono::seconds(options_.read_timeout_seconds),
+                  std::chrono::seconds(options_.write_timeout_seconds)}}),
       seeds_(std::random_device{}()),
-      created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-                   .count()) {
-  // Every generating or waiting client holds a connection thread; a few more answer /health and
-  // the page while they do.
-  const auto threads = static_cast<std::size_t>(2 * options_.max_clients + 4);
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  http_->set_payload_max_length(static_cast<std::size_t>(options_.max_body_bytes));
-  http_->set_tcp_nodelay(true);  // a stream's small writes go out at once, not after the peer's ACK
-  http_->set_read_timeout(options_.read_timeout_seconds, 0);
-  http_->set_write_timeout(options_.write_timeout_seconds, 0);
-  add_routes();
-}
+      created_(unix_seconds()) {}
 
 HttpServer::~HttpServer() { stop(); }
 
-int HttpServer::bind() {
-  const int port = options_.port == 0 ? http_->bind_to_any_port(options_.access.host)
-                                      : (http_->bind_to_port(options_.access.host, options_.port) ? options_.port : -1);
-  if (port < 0)
-    throw UserError("cannot listen on " + options_.access.host + ":" + std::to_string(options_.port) +
-                    " (in use, or not an address of this machine); pick another --port, or --port 0 for any free one");
-  return port;
-}
+int HttpServer::bind() { return listener_.bind(); }
 
 void HttpServer::serve() {
-  serve_entered_ = true;
-  if (!stop_requested_) http_->listen_after_bind();
+  listener_.run([this](HttpConnection& connection) { serve_connection(connection); });
   serve_returned_ = true;
 }
 
 void HttpServer::stop() {
   engine_.shutdown();
-  // httplib stops writing every stream the moment it stops: first let the streams send what the
-  // engine ended them with, and [DONE] (a client that does not read is dropped by the write timeout).
+  // The streams send what the engine ended them with, and [DONE], before the connections are
+  // told to stop (a client that does not read is dropped by the write timeout).
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(options_.write_timeout_seconds + 1);
-  while (open_streams_.load() > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  // httplib's stop() does nothing until its listen loop runs: a serve() that has begun is let start.
-  stop_requested_ = true;
-  while (serve_entered_ && !serve_returned_ && !http_->is_running())
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  http_->stop();
+  while (open_streams_.load() > 0 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(5ms);
+  listener_.stop();
 }
 
 uint64_t HttpServer::fresh_seed() {
@@ -163,13 +133,85 @@ uint64_t HttpServer::fresh_seed() {
   return seeds_() >> 11;  // in [0, 2^53): exact in a JavaScript number, so a page can send it back
 }
 
-namespace {
-
-int64_t unix_seconds() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+void HttpServer::serve_connection(HttpConnection& connection) {
+  while (std::optional<HttpRequest> request = connection.read_head()) {
+    if (admitted(*request, connection) && connection.read_body(*request)) {
+      try {
+        route(*request, connection);
+      } catch (const RequestError& e) {
+        send_error(connection, e.status(), e.what(), e.param());
+      } catch (const std::exception& e) {
+        spdlog::error("request failed: {}", e.what());
+        if (connection.status() == 0) send_error(connection, 500, e.what(), "", true);
+      }
+    }
+    const int status = connection.status();
+    spdlog::info("{} {} {} {}", request->remote, log_safe(request->method), log_safe(request->path),
+                 status == 0 ? std::string("(client gone)") : std::to_string(status));
+  }
 }
 
-}  // namespace
+// Decided from the headers alone; a request refused here costs nothing more, and its connection
+// is closed (its body, unread, must not be taken for a next request).
+bool HttpServer::admitted(const HttpRequest& request, HttpConnection& connection) {
+  const AccessDecision decision =
+      access_.decide({request.method, request.path, request.header("host"), request.header("origin"),
+                      request.header("content-type"), request.header("authorization")});
+  for (const auto& [name, value] : decision.headers) connection.add_header(name, value);
+  if (decision.action == AccessDecision::Action::refuse) {
+    send_error(connection, decision.status, decision.message, "", true);
+    return false;
+  }
+  if (decision.action == AccessDecision::Action::answer) {
+    HttpResponse response;
+    response.status = decision.status;
+    connection.send(response, true);
+    return false;
+  }
+  if (request.header("range")) {  // no endpoint serves byte ranges
+    send_error(connection, 416, "byte ranges are not served", "", true);
+    return false;
+  }
+  return true;
+}
+
+void HttpServer::route(const HttpRequest& request, HttpConnection& connection) {
+  const std::string& path = request.path;
+  if (path == "/") {
+    require_method(request, "GET");
+    HttpResponse page;
+    page.content_type = "text/html; charset=utf-8";
+    page.body = std::string(playground_page());
+    connection.send(page);
+  } else if (path == "/health") {
+    require_method(request, "GET");
+    const BatchEngine::Load load = engine_.load();
+    send_json(
+        connection, 200,
+        json{{"status", "ok"}, {"slots_busy", load.busy_slots}, {"slots", load.slots}, {"waiting", load.waiting}});
+  } else if (path == "/v1/models") {
+    require_method(request, "GET");
+    send_json(connection, 200, models_json());
+  } else if (path.starts_with("/v1/models/")) {
+    require_method(request, "GET");
+    const std::string id = path.substr(11);
+    if (id != options_.model_id)
+      throw RequestError(404, "no model \"" + id.substr(0, 200) + "\": this server has \"" + options_.model_id + "\"",
+                         "model");
+    send_json(connection, 200, models_json()["data"][0]);
+  } else if (path == "/v1/completions") {
+    require_method(request, "POST");
+    complete(request, connection);
+  } else if (path == "/inspect") {
+    require_method(request, "POST");
+    nlohmann::json result;
+    engine_.run([&] { result = inspect_text(model_, vocab_, request.body); });
+    result["model"] = options_.model_id;
+    send_json(connection, 200, result);
+  } else {
+    throw RequestError(404, "no such endpoint: " + request.method.substr(0, 16) + " " + path.substr(0, 200));
+  }
+}
 
 json HttpServer::models_json() const {
   const GptConfig& c = model_.config();
@@ -190,74 +232,6 @@ json HttpServer::models_json() const {
                                  {"meta", meta}}})}};
 }
 
-void HttpServer::add_routes() {
-  http_->Get("/", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content(std::string(playground_page()), "text/html; charset=utf-8");
-  });
-  http_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    const BatchEngine::Load load = engine_.load();
-    send_json(res, 200,
-              {{"status", "ok"}, {"slots_busy", load.busy_slots}, {"slots", load.slots}, {"waiting", load.waiting}});
-  });
-  http_->Get("/v1/models",
-             [this](const httplib::Request&, httplib::Response& res) { send_json(res, 200, models_json()); });
-  // A bounded pattern: std::regex backtracks through every byte it may match, and paths are 8 KiB.
-  http_->Get(R"(/v1/models/([^/]{1,255}))", [this](const httplib::Request& req, httplib::Response& res) {
-    if (req.matches[1] != options_.model_id)
-      throw RequestError(
-          404, "no model \"" + std::string(req.matches[1]) + "\": this server has \"" + options_.model_id + "\"",
-          "model");
-    send_json(res, 200, models_json()["data"][0]);
-  });
-  http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res); });
-  http_->Post("/inspect", [this](const httplib::Request& req, httplib::Response& res) {
-    json result;
-    engine_.run([&] { result = inspect_text(model_, vocab_, req.body); });
-    result["model"] = options_.model_id;
-    send_inspection(res, result);
-  });
-  http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr error) {
-    try {
-      std::rethrow_exception(error);
-    } catch (const RequestError& e) {
-      if (e.status() == 503) res.set_header("Retry-After", "1");
-      send_json(res, e.status(), error_body(e.status(), e.what(), e.param()));
-    } catch (const std::exception& e) {
-      spdlog::error("request failed: {}", e.what());
-      send_json(res, 500, error_body(500, e.what(), ""));
-    }
-  });
-  // httplib's own refusals (unknown path, wrong method, a body over the limit) get a JSON body too.
-  http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    const std::string message = res.status == 404   ? "no such endpoint: " + req.method + " " + req.path
-                                : res.status == 413 ? "the body is larger than the server accepts"
-                                                    : "the request was refused";
-    send_json(res, res.status, error_body(res.status, message, ""));
-  });
-  // Runs before httplib reads the body: a request refused here costs its headers only.
-  http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const AccessDecision decision = access_.decide(request_head(req));
-    for (const auto& [name, value] : decision.headers) res.set_header(name, value);
-    if (decision.action == AccessDecision::Action::refuse) {
-      res.set_header("Connection", "close");  // its unread body must not be taken for a next request
-      send_json(res, decision.status, error_body(decision.status, decision.message, ""));
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    if (decision.action == AccessDecision::Action::answer) {
-      res.status = decision.status;
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // No endpoint serves byte ranges; httplib would copy a response once per range asked for.
-    if (req.ranges.empty()) return httplib::Server::HandlerResponse::Unhandled;
-    send_json(res, 416, error_body(416, "byte ranges are not served", ""));
-    return httplib::Server::HandlerResponse::Handled;
-  });
-  http_->set_logger([](const httplib::Request& req, const httplib::Response& res) {
-    spdlog::info("{} {} {} {}", req.remote_addr, log_safe(req.method), log_safe(req.path), res.status);
-  });
-}
-
 std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& body) {
   CompletionRequest request = parse_completion_request(body, options_.limits);
   if (request.n > options_.max_clients)
@@ -275,24 +249,33 @@ std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& b
   return job;
 }
 
-void HttpServer::complete(const httplib::Request& req, httplib::Response& res) {
-  const std::shared_ptr<CompletionJob> job = start_completion(req.body);
+void HttpServer::complete(const HttpRequest& request, HttpConnection& connection) {
+  const std::shared_ptr<CompletionJob> job = start_completion(request.body);
   const json head = {{"id", "cmpl-" + std::to_string(++next_id_)},
                      {"object", "text_completion"},
                      {"created", unix_seconds()},
                      {"model", options_.model_id},
                      {"seed", job->seed()}};
   if (job->request().stream)
-    stream_completion(job, head, res);
+    stream_completion(*job, head, connection);
   else
-    send_json(res, 200, whole_completion(*job, head));
+    whole_completion(*job, head, connection);
 }
 
-json HttpServer::whole_completion(CompletionJob& job, json head) {
+// How often a completion waiting for its next events looks whether its client is still there.
+constexpr auto kClientCheck = 50ms;
+
+// Collected whole, then sent; a client that leaves meanwhile cancels it (the engine frees its
+// slots at its next step) and gets nothing.
+void HttpServer::whole_completion(CompletionJob& job, json head, HttpConnection& connection) {
   std::vector<ChoiceText> choices(static_cast<std::size_t>(job.request().n));
   std::vector<int64_t> generated(choices.size(), 0);
   std::vector<ChoiceEvent> events;
-  while (job.take(events, std::chrono::milliseconds(200))) {
+  while (job.take(events, kClientCheck)) {
+    if (connection.client_gone()) {
+      job.cancel();
+      return;
+    }
     for (ChoiceEvent& e : events) {
       ChoiceText& c = choices[static_cast<std::size_t>(e.choice)];
       c.text += e.text;
@@ -315,41 +298,43 @@ json HttpServer::whole_completion(CompletionJob& job, json head) {
   head["usage"] = {{"prompt_tokens", prompt_tokens},
                    {"completion_tokens", completion_tokens},
                    {"total_tokens", prompt_tokens + completion_tokens}};
-  return head;
+  send_json(connection, 200, head);
 }
 
-// Server-sent events: one chunk per released piece of text (a character, unless a stop sequence
-// holds some back), a last one per choice with its finish_reason, then [DONE]. A client that goes
-// away cancels the job; the engine frees its slots at its next step.
-void HttpServer::stream_completion(const std::shared_ptr<CompletionJob>& job, const json& head,
-                                   httplib::Response& res) {
-  res.set_header("Cache-Control", "no-cache");
+// Server-sent events: one event per released piece of text (a character, unless a stop sequence
+// holds some back), a last one per choice with its finish_reason, then [DONE]; what one take
+// brings goes out in one write. A client that goes away cancels the job.
+void HttpServer::stream_completion(CompletionJob& job, const json& head, HttpConnection& connection) {
   ++open_streams_;
+  struct StreamCount {
+    std::atomic<int64_t>& open;
+    ~StreamCount() { --open; }
+  } const counted{open_streams_};
+  if (!connection.begin_stream(200, "text/event-stream", {{"Cache-Control", "no-cache"}})) {
+    job.cancel();
+    return;
+  }
   // text_offset counts bytes of prompt + text, as OpenAI's.
-  auto offsets = std::make_shared<std::vector<int64_t>>(static_cast<std::size_t>(job->request().n),
-                                                        static_cast<int64_t>(job->request().prompt.size()));
-  res.set_chunked_content_provider(
-      "text/event-stream",
-      [job, head, offsets](std::size_t, httplib::DataSink& sink) {
-        std::vector<ChoiceEvent> events;
-        const bool more = job->take(events, std::chrono::milliseconds(100));
-        for (ChoiceEvent& e : events) {
-          json chunk = head;
-          json logprobs = job->request().logprobs ? logprobs_json(e.logprobs, (*offsets)[e.choice]) : json(nullptr);
-          chunk["choices"] = json::array({choice_json(e.choice, e.text, logprobs, e.finish)});
-          const std::string line = "data: " + dump(chunk) + "\n\n";
-          if (!sink.write(line.data(), line.size())) return false;
-        }
-        if (more) return sink.is_writable();
-        static constexpr char kDone[] = "data: [DONE]\n\n";
-        if (!sink.write(kDone, sizeof kDone - 1)) return false;
-        sink.done();
-        return true;
-      },
-      [this, job](bool success) {
-        if (!success) job->cancel();
-        --open_streams_;
-      });
+  std::vector<int64_t> offsets(static_cast<std::size_t>(job.request().n),
+                               static_cast<int64_t>(job.request().prompt.size()));
+  std::vector<ChoiceEvent> events;
+  std::string batch;
+  for (bool more = true; more;) {
+    events.clear();
+    batch.clear();
+    more = job.take(events, kClientCheck);
+    for (ChoiceEvent& e : events) {
+      json chunk = head;
+      json logprobs = job.request().logprobs ? logprobs_json(e.logprobs, offsets[e.choice]) : json(nullptr);
+      chunk["choices"] = json::array({choice_json(e.choice, e.text, logprobs, e.finish)});
+      batch += "data: " + dump(chunk) + "\n\n";
+    }
+    if (!connection.send_chunk(batch) || connection.client_gone()) {
+      job.cancel();
+      return;
+    }
+  }
+  if (connection.send_chunk("data: [DONE]\n\n")) connection.finish_stream();
 }
 
 }  // namespace gpt

@@ -1,7 +1,9 @@
-// `gpt serve`'s HTTP side (cpp-httplib): the playground page, an OpenAI-style completions API
-// (llama-server's shape), /inspect, /health. Requests are parsed and checked here; generation runs
-// on the BatchEngine's thread, /inspect too (between steps). Nothing of a request reaches the file
-// system; every refusal is JSON naming the field: {"error": {"message", "type", "param", "code"}}.
+// `gpt serve`'s HTTP side: the playground page, an OpenAI-style completions API (llama-server's
+// shape), /inspect, /health, on the HttpListener's connections (one thread each, a bounded number,
+// every request read within a deadline). The AccessPolicy decides on each request before its body
+// is read; generation runs on the BatchEngine's thread, /inspect too (between steps), and a
+// completion whose client has gone is cancelled. Nothing of a request reaches the file system;
+// every refusal is JSON naming the field: {"error": {"message", "type", "param", "code"}}.
 #pragma once
 
 #include <atomic>
@@ -17,25 +19,22 @@
 #include "serve/access_policy.h"
 #include "serve/batch_engine.h"
 #include "serve/completion_request.h"
-
-namespace httplib {
-class Server;
-struct Request;
-struct Response;
-}  // namespace httplib
+#include "serve/http_connection.h"
+#include "serve/http_listener.h"
 
 namespace gpt {
 
 struct ServeOptions {
-  AccessOptions access;      // the address to bind (access.host) and who may use it
-  int port = 8080;           // 0: any free port
-  int64_t max_clients = 32;  // choices generating at once; as many more may wait
+  AccessOptions access;           // the address to bind (access.host) and who may use it
+  int port = 8080;                // 0: any free port
+  int64_t max_clients = 32;       // choices generating at once; as many more may wait
+  int64_t max_connections = 256;  // open at once; one more is answered 503
   int64_t context_shift = 0;
   ServeLimits limits;
   std::string model_id;  // what /v1/models calls the model
   int64_t max_body_bytes = 1 << 20;
-  int read_timeout_seconds = 5;   // a client slower than this to send its request is dropped
-  int write_timeout_seconds = 5;  // a client that reads its stream slower than this is dropped
+  int read_timeout_seconds = 5;   // to send a whole request (or the next one on a kept connection)
+  int write_timeout_seconds = 5;  // for a client to take each write of its answer
 };
 
 // A client's text for the log: control bytes and backslashes escaped as \xNN (a path cannot forge
@@ -57,12 +56,13 @@ class HttpServer {
   void stop();
 
  private:
-  void add_routes();
+  void serve_connection(HttpConnection& connection);
+  bool admitted(const HttpRequest& request, HttpConnection& connection);
+  void route(const HttpRequest& request, HttpConnection& connection);
   std::shared_ptr<CompletionJob> start_completion(const std::string& body);
-  void complete(const httplib::Request& req, httplib::Response& res);
-  nlohmann::ordered_json whole_completion(CompletionJob& job, nlohmann::ordered_json head);
-  void stream_completion(const std::shared_ptr<CompletionJob>& job, const nlohmann::ordered_json& head,
-                         httplib::Response& res);
+  void complete(const HttpRequest& request, HttpConnection& connection);
+  void whole_completion(CompletionJob& job, nlohmann::ordered_json head, HttpConnection& connection);
+  void stream_completion(CompletionJob& job, const nlohmann::ordered_json& head, HttpConnection& connection);
   nlohmann::ordered_json models_json() const;
   uint64_t fresh_seed();
 
@@ -71,12 +71,12 @@ class HttpServer {
   ServeOptions options_;
   AccessPolicy access_;
   BatchEngine engine_;
-  std::unique_ptr<httplib::Server> http_;
+  HttpListener listener_;
   std::mutex seed_mutex_;
   std::mt19937_64 seeds_;
   std::atomic<uint64_t> next_id_{0};
   std::atomic<int64_t> open_streams_{0};
-  std::atomic<bool> stop_requested_{false}, serve_entered_{false}, serve_returned_{false};
+  std::atomic<bool> serve_returned_{false};
   const int64_t created_;
 };
 
