@@ -211,8 +211,7 @@ void HttpServer::add_routes() {
   });
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res); });
   http_->Post("/inspect", [this](const httplib::Request& req, httplib::Response& res) {
-    json result;
-    engine_.run([&] { result = inspect_text(model_, vocab_, req.body); });
+    nlohmann::json result = engine_.inspect(req.body);
     result["model"] = options_.model_id;
     send_inspection(res, result);
   });
