@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <csignal>
@@ -27,6 +28,7 @@
 #include "inspect/heads_analysis.h"
 #include "process_runner.h"
 #include "sample/text_generation.h"
+#include "serve/batch_engine.h"
 #include "serve/completion_request.h"
 #include "serve/http_server.h"
 #include "serve/stop_matcher.h"
@@ -70,6 +72,7 @@ class RawConnection {
   }
   ~RawConnection() { close(); }
   bool connected() const { return connected_; }
+  int fd() const { return fd_; }
   bool send(const std::string& bytes) {
     return ::send(fd_, bytes.data(), bytes.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(bytes.size());
   }
@@ -643,6 +646,7 @@ TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
   const std::string text = "hello, hello. abc de";  // 20 characters: the first 4 are cropped
   const json r = post("/inspect", {{"text", text}, {"top_k", 3}});
   EXPECT_EQ(r["dropped"], 4);
+  EXPECT_EQ(r["max_length"], 16) << "this model's attention is far below the bound: its whole context";
   const int64_t n = 16, V = model->config().vocab_size;
   ASSERT_EQ(r["tokens"].size(), 16u);
   std::vector<int32_t> ids = vocab.encode(text.substr(4), "text");
@@ -674,6 +678,140 @@ TEST_F(Serve, InspectGivesDistributionsAndAttentionAsGptHeads) {
         EXPECT_NEAR(weights[0], heads.prompt_attention[((l * 2 + h) * n + t) * n], 1e-4);
       }
     }
+}
+
+// An answer holds at most the stated number of attention weights: beyond it, only the last
+// characters that fit are inspected, and the answer says how many that is. A 12-layer, 12-head model
+// with a 1,024-character context would have answered 75 million weights.
+TEST(Inspect, AnswersAtMostItsBoundOfAttentionWeights) {
+  GptConfig big;
+  big.n_layer = big.n_head = 12;
+  big.block_size = 1024;
+  EXPECT_EQ(inspect_max_length(big, kMaxInspectAttention), 170);
+  GptConfig recipe;
+  recipe.n_layer = recipe.n_head = 6;
+  recipe.block_size = 256;
+  EXPECT_EQ(inspect_max_length(recipe, kMaxInspectAttention), 256) << "the 10.7M recipe's model, whole";
+
+  std::unique_ptr<Gpt> model = random_model(16);
+  const Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  EngineOptions options;
+  options.slots = 2;
+  options.max_inspect_attention = 2 * 2 * 10 * 11 / 2;  // 10 characters of this 2 x 2 model
+  BatchEngine engine(*model, vocab, options);
+  EXPECT_EQ(engine.inspect_max_length(), 10);
+  const std::string text = "hello, hello. ab";  // 16 characters: the last 10 are inspected
+  const json r = engine.inspect(json({{"text", text}, {"top_k", 2}}).dump());
+  EXPECT_EQ(r["dropped"], 6);
+  EXPECT_EQ(r["max_length"], 10);
+  ASSERT_EQ(r["tokens"].size(), 10u);
+  int64_t weights = 0;
+  for (const auto& layer : r["attention"])
+    for (const auto& head : layer)
+      for (const auto& row : head) weights += static_cast<int64_t>(row.size());
+  EXPECT_EQ(weights, options.max_inspect_attention);
+  // What gpt heads computes on those 10 characters (its induction test with L = block_size / 2).
+  const std::vector<int32_t> ids = vocab.encode(text.substr(6), "text");
+  std::vector<float> logits;
+  const HeadsReportInput heads = analyze_heads(*model, vocab, ids, 8, 1337, &logits);
+  const int64_t V = model->config().vocab_size;
+  for (int64_t t = 0; t + 1 < 10; ++t) {
+    const float* row = logits.data() + t * V;
+    double sum = 0, max = *std::max_element(row, row + V);
+    for (int64_t v = 0; v < V; ++v) sum += std::exp(row[v] - max);
+    EXPECT_NEAR(r["positions"][t]["p_next"].get<double>(), std::exp(row[ids[t + 1]] - max) / sum, 1e-6) << t;
+  }
+  for (int64_t l = 0; l < 2; ++l)
+    for (int64_t h = 0; h < 2; ++h) {
+      EXPECT_EQ(r["head_labels"][l][h], heads.scores[l * 2 + h].label);
+      for (int64_t t = 0; t < 10; ++t)
+        EXPECT_NEAR(r["attention"][l][h][t][0].get<double>(), heads.prompt_attention[((l * 2 + h) * 10 + t) * 10],
+                    1e-4);
+    }
+}
+
+// A request's n choices run their prompt once (its keys and values copied to the other slots),
+// with gpt sample's bits: choice i is sample i.
+TEST(BatchEngine, NChoicesShareOneRunOfTheirPrompt) {
+  std::unique_ptr<Gpt> model = random_model(16);
+  const Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  EngineOptions options;
+  options.slots = 4;
+  BatchEngine engine(*model, vocab, options);
+  const std::string prompt = "hello, ";
+  CompletionRequest request =
+      parse_completion_request(json({{"prompt", prompt}, {"max_tokens", 30}, {"n", 3}, {"top_k", 6}}).dump(), {});
+  auto job = std::make_shared<CompletionJob>(std::move(request), vocab.encode(prompt, "prompt"), 5);
+  engine.submit(job);
+  std::vector<std::string> texts(3);
+  std::vector<ChoiceEvent> events;
+  while (job->take(events, 1s)) {
+    for (const ChoiceEvent& e : events) texts[e.choice] += e.text;
+    events.clear();
+  }
+  for (const ChoiceEvent& e : events) texts[e.choice] += e.text;
+  GenerationSettings settings;
+  settings.max_new_tokens = 30;
+  settings.sampling.top_k = 6;
+  EXPECT_EQ(texts, sample_texts(*model, vocab, prompt, 3, 5, settings));
+  EXPECT_EQ(engine.load().prompt_rows, 7) << "the prompt ran once per choice, not once per request";
+}
+
+// A flood of /inspect (threads posting in a loop) shares the engine with a running stream: at most
+// one inspection between two steps, so the stream keeps receiving characters, and the characters
+// are the ones it gets alone (inspections run on a sequence of the engine's Generator of their own).
+TEST_F(Serve, InspectFloodCannotStopARunningCompletion) {
+  ServeOptions options;
+  options.limits.max_tokens = 1'000'000;
+  start(options);
+  RawConnection stream(port);
+  ASSERT_TRUE(stream.send(
+      post_request("/v1/completions",
+                   json({{"prompt", "hello"}, {"max_tokens", 1'000'000}, {"seed", 11}, {"stream", true}}).dump())));
+  std::string got = stream.read_until("data: ");
+  ASSERT_NE(got.find("data: "), std::string::npos);
+  const std::size_t before_flood = got.size();
+  std::atomic<bool> flooding{true};
+  std::atomic<int64_t> inspections{0};
+  std::vector<std::thread> flood;
+  for (int i = 0; i < 6; ++i)
+    flood.emplace_back([&] {
+      httplib::Client c = client();
+      while (flooding) {
+        auto res = c.Post("/inspect", R"({"text": "hello, hello. abc de"})", "application/json");
+        if (res && res->status == 200) ++inspections;
+      }
+    });
+  // What arrives while the flood runs, and the longest wait between two reads.
+  int64_t events = 0;
+  auto longest = 0ms;
+  auto last = std::chrono::steady_clock::now();
+  const auto end = last + 1500ms;
+  char buffer[4096];
+  while (std::chrono::steady_clock::now() < end) {
+    const ssize_t n = ::recv(stream.fd(), buffer, sizeof buffer, 0);
+    if (n <= 0) break;
+    const auto now = std::chrono::steady_clock::now();
+    longest = std::max(longest, std::chrono::duration_cast<std::chrono::milliseconds>(now - last));
+    last = now;
+    got.append(buffer, static_cast<std::size_t>(n));
+  }
+  flooding = false;
+  for (std::thread& t : flood) t.join();
+  stream.close();
+  std::string text;
+  for (std::size_t at = got.find("data: "); at != std::string::npos; at = got.find("data: ", at)) {
+    const std::size_t stop = got.find("\n\n", at);
+    if (stop == std::string::npos) break;
+    text += json::parse(got.substr(at + 6, stop - at - 6))["choices"][0]["text"].get<std::string>();
+    if (at >= before_flood) ++events;
+    at = stop;
+  }
+  EXPECT_GT(inspections.load(), 20) << "the flood did not run";
+  EXPECT_GT(events, 20) << "the stream stalled while /inspect calls ran";
+  EXPECT_LT(longest, 1s) << "a wait between two of the stream's characters";
+  const std::string alone = sample_texts(*model, vocab, "hello", 1, 11, settings(text.size()))[0];
+  EXPECT_EQ(alone, text) << "an inspection disturbed the stream's generation";
 }
 
 // What a page on another site can send without a preflight: text/plain, its own Origin, and (by

@@ -33,6 +33,16 @@ double induction_score(const float* A, int64_t L) {
   return total / static_cast<double>(L);
 }
 
+HeadScores head_scores(int64_t layer, int64_t head, const float* attention, int64_t n, double induction) {
+  HeadScores s;
+  s.layer = layer;
+  s.head = head;
+  score_text_attention(attention, n, s);
+  s.induction = induction;
+  s.label = label_for(s);
+  return s;
+}
+
 std::string label_for(const HeadScores& s) {
   struct Candidate {
     const char* name;

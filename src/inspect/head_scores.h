@@ -38,5 +38,8 @@ void score_text_attention(const float* attention, int64_t n, HeadScores& scores)
 // attention: [2L][2L] for one head on a sequence repeated twice with period L.
 double induction_score(const float* attention, int64_t L);
 std::string label_for(const HeadScores& scores);
+// Layer `layer`'s head `head`: its scores on a text (attention as score_text_attention's), its
+// induction score, and its label.
+HeadScores head_scores(int64_t layer, int64_t head, const float* attention, int64_t n, double induction);
 
 }  // namespace gpt

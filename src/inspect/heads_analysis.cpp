@@ -33,13 +33,9 @@ HeadsReportInput analyze_heads(Gpt& model, const Vocab& vocab, const std::vector
 
   for (int64_t l = 0; l < c.n_layer; ++l)
     for (int64_t h = 0; h < c.n_head; ++h) {
-      HeadScores s;
-      s.layer = l;
-      s.head = h;
-      score_text_attention(report.prompt_attention.data() + (l * c.n_head + h) * n * n, n, s);
-      s.induction = induction_score(report.induction_attention.data() + (l * c.n_head + h) * 4 * L * L, L);
-      s.label = label_for(s);
-      report.scores.push_back(s);
+      const int64_t i = l * c.n_head + h;
+      report.scores.push_back(head_scores(l, h, report.prompt_attention.data() + i * n * n, n,
+                                          induction_score(report.induction_attention.data() + i * 4 * L * L, L)));
     }
   return report;
 }

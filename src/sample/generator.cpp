@@ -372,11 +372,24 @@ Generator::Generator(Gpt& model, int64_t batch)
 }
 
 void Generator::set_capture_attention(bool capture) {
-  GPT_CHECK(!capture || batch_ == 1, "attention capture needs a batch of one sequence");
   capture_ = capture;
+  if (!capture) std::vector<float>().swap(captured_);
 }
 
 void Generator::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
+
+void Generator::copy_sequence(int64_t from, int64_t to) {
+  GPT_CHECK(from >= 0 && from < batch_ && to >= 0 && to < batch_, "copy_sequence: sequences of the batch");
+  if (from == to) return;
+  const GptConfig& c = model_.config();
+  const int64_t kv_width = c.kv_heads() * c.head_size(), floats = lengths_[from] * kv_width;
+  for (int64_t l = 0; l < c.n_layer; ++l)
+    for (std::vector<AlignedBuffer<float>>* cache : {&keys_, &values_}) {
+      float* base = (*cache)[static_cast<std::size_t>(l)].data();
+      std::memcpy(base + to * c.block_size * kv_width, base + from * c.block_size * kv_width, floats * sizeof(float));
+    }
+  lengths_[to] = lengths_[from];
+}
 
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
   return append_to(every_sequence_, tokens, n, all_logits);
@@ -387,6 +400,7 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
 void Generator::check_append(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n) {
   const GptConfig& c = model_.config();
   GPT_CHECK(!sequences.empty() && n >= 1, "an append needs at least one sequence and one token");
+  GPT_CHECK(!capture_ || sequences.size() == 1, "attention capture needs an append to one sequence");
   ++append_count_;
   for (const int64_t s : sequences) {
     GPT_CHECK(s >= 0 && s < batch_ && last_append_[s] != append_count_,

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "core/aligned_buffer.h"
@@ -41,6 +42,9 @@ class Generator {
                          std::vector<float>* all_logits = nullptr);
   void reset();
   void reset(int64_t sequence) { lengths_.at(static_cast<std::size_t>(sequence)) = 0; }
+  // Makes sequence `to` a copy of sequence `from`: its cached keys and values and its length (a
+  // prompt run once for several sequences). What `to` computes next is what `from` would.
+  void copy_sequence(int64_t from, int64_t to);
   // Sequence 0's length: every sequence's while they advance together.
   int64_t length() const { return lengths_[0]; }
   int64_t length(int64_t sequence) const { return lengths_.at(static_cast<std::size_t>(sequence)); }
@@ -49,9 +53,11 @@ class Generator {
   int64_t vocab_size() const { return model_.config().vocab_size; }
 
   // Attention probabilities of the last append, [n_layer][n_head][n][length] when capture is on
-  // (for gpt heads; batch 1 only); positions after each query are zero.
+  // (for gpt heads and gpt serve's /inspect; an append to one sequence only); positions after each
+  // query are zero. Turning it off frees them.
   void set_capture_attention(bool capture);
   const std::vector<float>& captured_attention() const { return captured_; }
+  std::vector<float> take_captured_attention() { return std::move(captured_); }
 
  private:
   struct Buffers;      // one append's activations, from the arena

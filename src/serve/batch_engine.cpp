@@ -36,7 +36,11 @@ struct BatchEngine::Task {
 };
 
 BatchEngine::BatchEngine(Gpt& model, const Vocab& vocab, EngineOptions options)
-    : model_(model), vocab_(vocab), options_(options), generator_(model, options.slots) {
+    : model_(model),
+      vocab_(vocab),
+      options_(options),
+      generator_(model, options.slots + 1),
+      inspector_(model, generator_, options.slots, options.max_inspect_attention) {
   GPT_CHECK(options.slots >= 1 && options.max_waiting >= 0, "engine sizes");
   for (int64_t s = 0; s < options.slots; ++s) slots_.push_back(std::make_unique<Slot>());
   log_probs_.resize(static_cast<std::size_t>(model.config().vocab_size));
@@ -72,6 +76,13 @@ void BatchEngine::run(const std::function<void()>& work) {
   if (task.error) std::rethrow_exception(task.error);
 }
 
+nlohmann::json BatchEngine::inspect(const std::string& body) {
+  InspectRequest request = parse_inspect_request(vocab_, body, inspector_.max_length());
+  Inspection inspection;
+  run([&] { inspection = inspector_.run(std::move(request)); });
+  return inspection_json(vocab_, model_.config(), inspection);
+}
+
 void BatchEngine::shutdown() {
   {
     std::lock_guard lock(mutex_);
@@ -83,7 +94,7 @@ void BatchEngine::shutdown() {
 
 BatchEngine::Load BatchEngine::load() const {
   std::lock_guard lock(mutex_);
-  return {busy_slots_, options_.slots, static_cast<int64_t>(waiting_.size())};
+  return {busy_slots_, options_.slots, static_cast<int64_t>(waiting_.size()), prompt_rows_};
 }
 
 // Under mutex_.
@@ -105,19 +116,9 @@ void BatchEngine::loop() {
         tasks_.pop_front();
       }
     }
-    if (task) {
-      try {
-        (*task->work)();
-      } catch (...) {
-        task->error = std::current_exception();
-      }
-      {
-        std::lock_guard lock(mutex_);
-        task->done = true;
-      }
-      wake_.notify_all();
-      continue;
-    }
+    // At most one task between two steps: a stream of tasks delays each step by one task at
+    // most, and cannot stop the completions running.
+    if (task) run_task(*task);
     try {
       admit_waiting();
       step();
@@ -129,6 +130,19 @@ void BatchEngine::loop() {
     }
   }
   end_everything();
+}
+
+void BatchEngine::run_task(Task& task) {
+  try {
+    (*task.work)();
+  } catch (...) {
+    task.error = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mutex_);
+    task.done = true;
+  }
+  wake_.notify_all();
 }
 
 void BatchEngine::admit_waiting() {
@@ -169,8 +183,23 @@ void BatchEngine::admit_waiting() {
       continue;
     }
     const std::vector<int64_t> admitted = feed_slots_;
-    feed(admitted, static_cast<int64_t>(job->prompt().size()));
+    prefill(admitted, job->prompt());
   }
+}
+
+// A request's choices share its prompt: it runs once, for the first slot, whose keys and values
+// are then copied to the others' caches; each draws its first character from the same logits with
+// its own random stream. The same bits as running it in every slot (a row's arithmetic does not
+// depend on the rows beside it: Generator::append_to).
+void BatchEngine::prefill(const std::vector<int64_t>& slots, const std::vector<int32_t>& prompt) {
+  const auto n = static_cast<int64_t>(prompt.size());
+  const float* logits = generator_.append_to({slots.front()}, prompt.data(), n);
+  for (std::size_t i = 1; i < slots.size(); ++i) generator_.copy_sequence(slots.front(), slots[i]);
+  {
+    std::lock_guard lock(mutex_);
+    prompt_rows_ += n;
+  }
+  for (const int64_t s : slots) after_logits(s, logits);
 }
 
 // One token (or one moved window) for every busy slot, in as few forwards as there are feed sizes.

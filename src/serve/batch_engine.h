@@ -5,10 +5,14 @@
 // the slots' lengths; a slot whose context window moved (past block_size) is re-encoded in the
 // same step with the others that moved by as much. Requests that do not fit wait in order; more
 // than `max_waiting` waiting is a 503. What a choice generates depends only on its request and
-// seed, never on which other requests share its steps (see Generator::append_to).
+// seed, never on which other requests share its steps (see Generator::append_to). A request's n
+// choices share one run of its prompt: the first slot's keys and values are copied to the others.
+// Other model work (/inspect) runs on the same thread, at most one task between two steps, so a
+// stream of it slows completions by a bounded amount but cannot stop them.
 //
-// Memory is fixed when the engine starts: `slots` KV caches, the Generator's arena; a request
-// adds its prompt (at most block_size tokens) and its events (at most n * max_tokens).
+// Memory is fixed when the engine starts: `slots` KV caches and one for /inspect, the Generator's
+// arena; a request adds its prompt (at most block_size tokens) and its events (at most
+// n * max_tokens), an inspection its bounded answer (serve/inspection.h).
 #pragma once
 
 #include <condition_variable>
@@ -28,6 +32,7 @@
 #include "sample/generator.h"
 #include "sample/sampling.h"
 #include "serve/completion_job.h"
+#include "serve/inspection.h"
 #include "serve/stop_matcher.h"
 
 namespace gpt {
@@ -35,7 +40,8 @@ namespace gpt {
 struct EngineOptions {
   int64_t slots = 32;
   int64_t max_waiting = 32;
-  int64_t context_shift = 0;  // as gpt sample's: 0 = exact
+  int64_t context_shift = 0;                             // as gpt sample's: 0 = exact
+  int64_t max_inspect_attention = kMaxInspectAttention;  // attention weights in one /inspect answer
 };
 
 class BatchEngine {
@@ -50,11 +56,16 @@ class BatchEngine {
   // Runs `task` on the engine's thread between two steps and returns when it is done (model work
   // other than generation, such as /inspect); RequestError 503 when shutting down.
   void run(const std::function<void()>& task);
+  // POST /inspect's answer for a body (serve/inspection.h): parsed and written on the calling
+  // thread, the forward run as a task. RequestError for a bad body, 503 when shutting down.
+  nlohmann::json inspect(const std::string& body);
+  int64_t inspect_max_length() const { return inspector_.max_length(); }
   // Ends every running and waiting request (finish_reason "stop"), then the thread; idempotent.
   void shutdown();
 
   struct Load {
     int64_t busy_slots = 0, slots = 0, waiting = 0;
+    int64_t prompt_rows = 0;  // prompt characters run through the model so far (a request's n choices: once)
   };
   Load load() const;
 
@@ -65,6 +76,8 @@ class BatchEngine {
   bool has_work() const;
   void admit_waiting();
   void step();
+  void run_task(Task& task);
+  void prefill(const std::vector<int64_t>& slots, const std::vector<int32_t>& prompt);
   void feed(const std::vector<int64_t>& slots, int64_t n);
   void after_logits(int64_t slot_index, const float* logits);
   TokenLogprob token_logprob(const std::string& text, int32_t token, const float* logits, int64_t top);
@@ -75,7 +88,8 @@ class BatchEngine {
   Gpt& model_;
   const Vocab& vocab_;
   const EngineOptions options_;
-  Generator generator_;
+  Generator generator_;  // sequences 0 .. slots-1: the slots; sequence `slots`: the inspector's
+  Inspector inspector_;
   std::vector<std::unique_ptr<Slot>> slots_;
   // Scratch of the engine thread, reused from step to step.
   std::vector<double> log_probs_;  // [V]
@@ -89,6 +103,7 @@ class BatchEngine {
   std::deque<std::shared_ptr<CompletionJob>> waiting_;
   std::deque<Task*> tasks_;
   int64_t busy_slots_ = 0;
+  int64_t prompt_rows_ = 0;
   bool stopping_ = false;
 
   std::thread thread_;

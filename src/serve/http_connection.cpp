@@ -184,7 +184,8 @@ std::optional<HttpRequest> HttpConnection::read_head() {
         return std::nullopt;
       }
       if (ec == http::error::body_limit) {
-        refuse(413, "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
+        refuse(413,
+               "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
         return std::nullopt;
       }
       if (ec && ec != http::error::need_more) {
@@ -205,7 +206,8 @@ std::optional<HttpRequest> HttpConnection::read_head() {
   request.method = std::string(message.method_string());
   const std::string_view target = message.target();
   request.path = percent_decoded(target.substr(0, target.find('?')));
-  for (const auto& field : message) request.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
+  for (const auto& field : message)
+    request.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
   request.remote = remote_;
   request.keep_alive = message.keep_alive();
   request.expects_continue = lower(message[http::field::expect]) == "100-continue";
@@ -224,7 +226,8 @@ bool HttpConnection::read_body(HttpRequest& request) {
       const std::size_t used = p.put(boost::asio::buffer(buffer_.data(), buffer_.size()), ec);
       buffer_.erase(0, used);
       if (ec == http::error::body_limit) {
-        refuse(413, "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
+        refuse(413,
+               "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
         return false;
       }
       if (ec && ec != http::error::need_more) {
@@ -261,8 +264,8 @@ std::string HttpConnection::head_text(int status, const std::string& content_typ
 bool HttpConnection::send(const HttpResponse& response, bool close) {
   close = close || !keep_alive_ || stopping();
   status_ = response.status;
-  std::string text = head_text(response.status, response.status == 204 ? "" : response.content_type,
-                               response.headers, close);
+  std::string text =
+      head_text(response.status, response.status == 204 ? "" : response.content_type, response.headers, close);
   if (response.status != 204) text += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
   text += "\r\n";
   if (!head_only_) text += response.body;

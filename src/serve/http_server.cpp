@@ -204,8 +204,7 @@ void HttpServer::route(const HttpRequest& request, HttpConnection& connection) {
     complete(request, connection);
   } else if (path == "/inspect") {
     require_method(request, "POST");
-    nlohmann::json result;
-    engine_.run([&] { result = inspect_text(model_, vocab_, request.body); });
+    nlohmann::json result = engine_.inspect(request.body);
     result["model"] = options_.model_id;
     send_json(connection, 200, result);
   } else {

@@ -5,7 +5,8 @@
 #include <numeric>
 
 #include "core/check.h"
-#include "inspect/heads_analysis.h"
+#include "core/rng.h"
+#include "inspect/head_scores.h"
 #include "sample/sampling.h"
 #include "sample/text_generation.h"
 #include "serve/completion_request.h"
@@ -18,33 +19,18 @@ using nlohmann::json;
 
 constexpr uint64_t kInductionSeed = 1337;  // gpt heads' default --seed
 
-struct InspectRequest {
-  std::vector<int32_t> ids;
-  int64_t dropped = 0;
-  int64_t top_k = 10;
-};
+// Attention capture on for one scope: the engine's batched appends need it off again, even
+// after a throw.
+class Capturing {
+ public:
+  explicit Capturing(Generator& generator) : generator_(generator) { generator_.set_capture_attention(true); }
+  ~Capturing() { generator_.set_capture_attention(false); }
+  Capturing(const Capturing&) = delete;
+  Capturing& operator=(const Capturing&) = delete;
 
-InspectRequest parse_inspect_request(const Vocab& vocab, const std::string& body_text, int64_t block_size) {
-  const json body = json::parse(body_text, nullptr, false);
-  if (body.is_discarded() || !body.is_object()) throw RequestError(400, "the body must be a JSON object");
-  if (!body.contains("text") || !body["text"].is_string())
-    throw RequestError(400, "text: a string is required", "text");
-  InspectRequest request;
-  try {
-    request.ids = vocab.encode(body["text"].get<std::string>(), "text");
-  } catch (const UserError& e) {
-    throw RequestError(400, e.what(), "text");
-  }
-  request.dropped = crop_prompt(request.ids, block_size);
-  if (request.ids.size() < 2) throw RequestError(400, "text: at least 2 characters are needed", "text");
-  if (body.contains("top_k")) {
-    const json& k = body["top_k"];
-    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > kMaxInspectTop)
-      throw RequestError(400, "top_k: an integer in [1, " + std::to_string(kMaxInspectTop) + "]", "top_k");
-    request.top_k = k.get<int64_t>();
-  }
-  return request;
-}
+ private:
+  Generator& generator_;
+};
 
 // 4 decimals are all a picture needs, and keep the attention maps' JSON small.
 double rounded(double p) { return std::round(p * 1e4) / 1e4; }
@@ -66,31 +52,122 @@ json position_entry(const Vocab& vocab, const float* logits, int64_t V, int64_t 
 
 }  // namespace
 
-json inspect_text(Gpt& model, const Vocab& vocab, const std::string& body) {
-  const GptConfig& c = model.config();
-  const InspectRequest request = parse_inspect_request(vocab, body, c.block_size);
-  const auto n = static_cast<int64_t>(request.ids.size());
-  const int64_t V = c.vocab_size, L = c.block_size / 2;
-  GPT_CHECK(L >= 2, "inspect needs block_size >= 4");
-  std::vector<float> logits;
-  const HeadsReportInput heads = analyze_heads(model, vocab, request.ids, L, kInductionSeed, &logits);
+int64_t inspect_max_length(const GptConfig& c, int64_t max_attention) {
+  const int64_t heads = c.n_layer * c.n_head;
+  int64_t T = c.block_size;
+  while (T > 2 && heads * T * (T + 1) / 2 > max_attention) --T;
+  return T;
+}
 
-  json out = {{"dropped", request.dropped}, {"n_layer", c.n_layer}, {"n_head", c.n_head}};
-  out["tokens"] = heads.prompt_chars;
+InspectRequest parse_inspect_request(const Vocab& vocab, const std::string& body_text, int64_t max_length) {
+  const json body = json::parse(body_text, nullptr, false);
+  if (body.is_discarded() || !body.is_object()) throw RequestError(400, "the body must be a JSON object");
+  if (!body.contains("text") || !body["text"].is_string())
+    throw RequestError(400, "text: a string is required", "text");
+  InspectRequest request;
+  try {
+    request.ids = vocab.encode(body["text"].get<std::string>(), "text");
+  } catch (const UserError& e) {
+    throw RequestError(400, e.what(), "text");
+  }
+  request.max_length = max_length;
+  request.dropped = crop_prompt(request.ids, max_length);
+  if (request.ids.size() < 2) throw RequestError(400, "text: at least 2 characters are needed", "text");
+  if (body.contains("top_k")) {
+    const json& k = body["top_k"];
+    if (!k.is_number_integer() || k.get<int64_t>() < 1 || k.get<int64_t>() > kMaxInspectTop)
+      throw RequestError(400, "top_k: an integer in [1, " + std::to_string(kMaxInspectTop) + "]", "top_k");
+    request.top_k = k.get<int64_t>();
+  }
+  return request;
+}
+
+Inspector::Inspector(Gpt& model, Generator& generator, int64_t sequence, int64_t max_attention)
+    : model_(model),
+      generator_(generator),
+      sequence_(sequence),
+      max_attention_(max_attention),
+      max_length_(inspect_max_length(model.config(), max_attention)) {
+  GPT_CHECK(model.config().block_size >= 4, "inspect needs block_size >= 4");
+  GPT_CHECK(sequence >= 0 && sequence < generator.batch(), "inspector's sequence");
+}
+
+// gpt heads' induction test (a random sequence of L = block_size / 2 characters, twice): its
+// second half runs in chunks whose captured weights stay within max_attention.
+const std::vector<double>& Inspector::induction_scores() {
+  if (induction_) return *induction_;
+  const GptConfig& c = model_.config();
+  const int64_t L = c.block_size / 2, heads = c.n_layer * c.n_head;
+  Rng rng(kInductionSeed);
+  std::vector<int32_t> repeated(static_cast<std::size_t>(2 * L));
+  for (int64_t i = 0; i < L; ++i)
+    repeated[i] = repeated[i + L] = static_cast<int32_t>(rng.below(static_cast<uint64_t>(c.vocab_size)));
+  const std::vector<int64_t> one{sequence_};
+  generator_.reset(sequence_);
+  generator_.append_to(one, repeated.data(), L);
+  const int64_t chunk = std::clamp<int64_t>(max_attention_ / (heads * 2 * L), 1, L);
+  std::vector<double> totals(static_cast<std::size_t>(heads), 0.0);
+  {
+    Capturing capturing(generator_);
+    for (int64_t begin = L; begin < 2 * L; begin += chunk) {
+      const int64_t n = std::min(chunk, 2 * L - begin), width = begin + n;
+      generator_.append_to(one, repeated.data() + begin, n);
+      const std::vector<float>& A = generator_.captured_attention();  // [heads][n][width]
+      for (int64_t h = 0; h < heads; ++h)
+        for (int64_t i = 0; i < n; ++i) totals[h] += A[(h * n + i) * width + (begin + i - L + 1)];
+    }
+  }
+  generator_.reset(sequence_);
+  for (double& total : totals) total /= static_cast<double>(L);
+  induction_ = std::move(totals);
+  return *induction_;
+}
+
+Inspection Inspector::run(InspectRequest request) {
+  const GptConfig& c = model_.config();
+  const auto n = static_cast<int64_t>(request.ids.size());
+  GPT_CHECK(n >= 2 && n <= max_length_, "inspection length");
+  const std::vector<double>& induction = induction_scores();
+  Inspection out;
+  generator_.reset(sequence_);
+  {
+    Capturing capturing(generator_);
+    generator_.append_to({sequence_}, request.ids.data(), n, &out.logits);
+    out.attention = generator_.take_captured_attention();  // [heads][n][n]: the sequence starts empty
+  }
+  generator_.reset(sequence_);
+  for (int64_t l = 0; l < c.n_layer; ++l)
+    for (int64_t h = 0; h < c.n_head; ++h) {
+      const int64_t i = l * c.n_head + h;
+      out.head_labels.push_back(head_scores(l, h, out.attention.data() + i * n * n, n, induction[i]).label);
+    }
+  out.request = std::move(request);
+  return out;
+}
+
+json inspection_json(const Vocab& vocab, const GptConfig& c, const Inspection& inspection) {
+  const InspectRequest& request = inspection.request;
+  const auto n = static_cast<int64_t>(request.ids.size());
+  const int64_t V = c.vocab_size;
+  json out = {
+      {"dropped", request.dropped}, {"max_length", request.max_length}, {"n_layer", c.n_layer}, {"n_head", c.n_head}};
+  json tokens = json::array();
+  for (const int32_t id : request.ids) tokens.push_back(vocab.decode(id));
+  out["tokens"] = std::move(tokens);
   std::vector<double> probs(static_cast<std::size_t>(V));
   std::vector<int32_t> order(static_cast<std::size_t>(V));
   json positions = json::array();
   for (int64_t t = 0; t < n; ++t) {
     const int32_t next = t + 1 < n ? request.ids[t + 1] : -1;
-    positions.push_back(position_entry(vocab, logits.data() + t * V, V, request.top_k, next, probs, order));
+    positions.push_back(position_entry(vocab, inspection.logits.data() + t * V, V, request.top_k, next, probs, order));
   }
   out["positions"] = std::move(positions);
   json labels = json::array(), attention = json::array();
   for (int64_t l = 0; l < c.n_layer; ++l) {
     json layer_labels = json::array(), layer = json::array();
     for (int64_t h = 0; h < c.n_head; ++h) {
-      layer_labels.push_back(heads.scores[l * c.n_head + h].label);
-      const float* map = heads.prompt_attention.data() + (l * c.n_head + h) * n * n;
+      layer_labels.push_back(inspection.head_labels[l * c.n_head + h]);
+      const float* map = inspection.attention.data() + (l * c.n_head + h) * n * n;
       json rows = json::array();
       for (int64_t t = 0; t < n; ++t) {
         json row = json::array();
