@@ -11,6 +11,7 @@
 #include "core/check.h"
 #include "sample/text_generation.h"
 #include "serve/inspection.h"
+#include "serve/llama_endpoints.h"
 #include "serve/page.h"
 
 namespace gpt {
@@ -172,16 +173,7 @@ int64_t unix_seconds() {
 }  // namespace
 
 json HttpServer::models_json() const {
-  const GptConfig& c = model_.config();
-  json vocab = json::array();
-  for (int32_t id = 0; id < vocab_.size(); ++id) vocab.push_back(vocab_.decode(id));
-  json meta = {{"vocab_size", c.vocab_size},
-               {"block_size", c.block_size},
-               {"n_layer", c.n_layer},
-               {"n_head", c.n_head},
-               {"n_embd", c.n_embd},
-               {"parameters", model_.params().parameter_count()},
-               {"vocab", vocab}};
+  const json meta = model_meta_json(model_.config(), model_.params().parameter_count(), vocab_);
   return {{"object", "list"},
           {"data", json::array({{{"id", options_.model_id},
                                  {"object", "model"},
@@ -210,6 +202,21 @@ void HttpServer::add_routes() {
     send_json(res, 200, models_json()["data"][0]);
   });
   http_->Post("/v1/completions", [this](const httplib::Request& req, httplib::Response& res) { complete(req, res); });
+  http_->Post("/tokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200, tokenize(vocab_, req.body));
+  });
+  http_->Post("/detokenize", [this](const httplib::Request& req, httplib::Response& res) {
+    send_json(res, 200, detokenize(vocab_, req.body));
+  });
+  http_->Get("/props", [this](const httplib::Request&, httplib::Response& res) {
+    send_json(res, 200,
+              props_json({model_.config().block_size, options_.max_clients, options_.limits.max_tokens,
+                          options_.model_path, options_.model_id}));
+  });
+  http_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    const BatchEngine::Load load = engine_.load();
+    res.set_content(metrics_.prometheus_text(load.busy_slots, load.waiting), "text/plain; version=0.0.4");
+  });
   http_->Post("/inspect", [this](const httplib::Request& req, httplib::Response& res) {
     json result;
     engine_.run([&] { result = inspect_text(model_, vocab_, req.body); });
@@ -259,7 +266,7 @@ void HttpServer::add_routes() {
 }
 
 std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& body) {
-  CompletionRequest request = parse_completion_request(body, options_.limits);
+  CompletionRequest request = parse_completion_request(body, options_.limits, vocab_);
   if (request.n > options_.max_clients)
     throw RequestError(400, "n: at most --max_clients (" + std::to_string(options_.max_clients) + ")", "n");
   std::vector<int32_t> prompt;
@@ -270,7 +277,7 @@ std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& b
   }
   crop_prompt(prompt, model_.config().block_size);
   const uint64_t seed = request.seed ? *request.seed : fresh_seed();
-  auto job = std::make_shared<CompletionJob>(std::move(request), std::move(prompt), seed);
+  auto job = std::make_shared<CompletionJob>(std::move(request), std::move(prompt), seed, &metrics_);
   engine_.submit(job);
   return job;
 }
@@ -315,6 +322,7 @@ json HttpServer::whole_completion(CompletionJob& job, json head) {
   head["usage"] = {{"prompt_tokens", prompt_tokens},
                    {"completion_tokens", completion_tokens},
                    {"total_tokens", prompt_tokens + completion_tokens}};
+  head["timings"] = timings_json(job.timings());
   return head;
 }
 
@@ -337,6 +345,7 @@ void HttpServer::stream_completion(const std::shared_ptr<CompletionJob>& job, co
           json chunk = head;
           json logprobs = job->request().logprobs ? logprobs_json(e.logprobs, (*offsets)[e.choice]) : json(nullptr);
           chunk["choices"] = json::array({choice_json(e.choice, e.text, logprobs, e.finish)});
+          if (e.last) chunk["timings"] = timings_json(job->timings());
           const std::string line = "data: " + dump(chunk) + "\n\n";
           if (!sink.write(line.data(), line.size())) return false;
         }

@@ -1,7 +1,9 @@
 // `gpt serve`'s HTTP side (cpp-httplib): the playground page, an OpenAI-style completions API
-// (llama-server's shape), /inspect, /health. Requests are parsed and checked here; generation runs
-// on the BatchEngine's thread, /inspect too (between steps). Nothing of a request reaches the file
-// system; every refusal is JSON naming the field: {"error": {"message", "type", "param", "code"}}.
+// (llama-server's shape), /inspect, /health, and llama-server's /tokenize, /detokenize, /props and
+// /metrics (serve/llama_endpoints.h, serve/server_metrics.h). Requests are parsed and checked
+// here; generation runs on the BatchEngine's thread, /inspect too (between steps). Nothing of a
+// request reaches the file system; every refusal is JSON naming the field: {"error": {"message", "type", "param",
+// "code"}}.
 #pragma once
 
 #include <atomic>
@@ -17,6 +19,7 @@
 #include "serve/access_policy.h"
 #include "serve/batch_engine.h"
 #include "serve/completion_request.h"
+#include "serve/server_metrics.h"
 
 namespace httplib {
 class Server;
@@ -32,7 +35,8 @@ struct ServeOptions {
   int64_t max_clients = 32;  // choices generating at once; as many more may wait
   int64_t context_shift = 0;
   ServeLimits limits;
-  std::string model_id;  // what /v1/models calls the model
+  std::string model_id;    // what /v1/models calls the model
+  std::string model_path;  // the checkpoint file, for /props
   int64_t max_body_bytes = 1 << 20;
   int read_timeout_seconds = 5;   // a client slower than this to send its request is dropped
   int write_timeout_seconds = 5;  // a client that reads its stream slower than this is dropped
@@ -70,6 +74,7 @@ class HttpServer {
   const Vocab& vocab_;
   ServeOptions options_;
   AccessPolicy access_;
+  ServerMetrics metrics_;  // before engine_: the engine's jobs record into it until the engine ends
   BatchEngine engine_;
   std::unique_ptr<httplib::Server> http_;
   std::mutex seed_mutex_;
