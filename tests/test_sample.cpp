@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "core/random_streams.h"
 #include "model/gpt.h"
@@ -111,7 +112,7 @@ void expect_same_generation(int64_t prompt_length, int64_t new_tokens, int64_t s
   GenerationSettings s;
   s.max_new_tokens = new_tokens;
   s.context_shift = shift;
-  s.sampling = {temperature, 0, 1.0};
+  s.sampling = {temperature, 0, 1.0, {}};
   Rng rng_a(5), rng_b(5);
   expect_same_trace(generate_cached(*model, prompt, s, rng_a), generate_by_recomputation(*model, prompt, s, rng_b));
   // A batch of three sequences: each is what recomputation gives with its own random stream.
@@ -199,7 +200,7 @@ void expect_same_bits_on_any_thread_count(Architecture arch) {
   auto model = random_model(40, true, Dtype::float32, arch);
   GenerationSettings s;
   s.max_new_tokens = 50;  // a 20-token prompt, then single tokens, then 40-token windows
-  s.sampling = {1.0, 0, 1.0};
+  s.sampling = {1.0, 0, 1.0, {}};
   std::vector<int32_t> prompt;
   for (int i = 0; i < 20; ++i) prompt.push_back(static_cast<int32_t>(i % 13));
   std::vector<Trace> runs;
@@ -303,7 +304,7 @@ TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {
     auto model = random_model(8, true, dtype);
     GenerationSettings s;
     s.max_new_tokens = 40;
-    s.sampling = {0.9, 5, 0.9};
+    s.sampling = {0.9, 5, 0.9, {}};
     Rng a(3), b(3), c(4);
     const auto one = testing::on_threads(1, [&] { return generate_cached(*model, {1}, s, a).tokens; });
     const auto two = testing::on_threads(2, [&] { return generate_cached(*model, {1}, s, b).tokens; });
@@ -317,7 +318,7 @@ TEST(KvCache, BatchedSamplesAreTheSamplesAloneAndThreadIndependent) {
   auto model = random_model();
   GenerationSettings s;
   s.max_new_tokens = 30;
-  s.sampling = {1.0, 0, 1.0};
+  s.sampling = {1.0, 0, 1.0, {}};
   std::vector<Rng> streams;
   for (int64_t i = 0; i < 5; ++i) streams.push_back(sample_stream(21, i));
   const auto batch = [&] { return generate_batch(*model, {1, 2}, s, streams); };
@@ -411,8 +412,9 @@ TEST(KvCache, SamplerContextLikelihoodMatchesRecomputation) {
 TEST(TokenSampler, GreedyTopKAndTopP) {
   const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
   Rng rng(1);
-  EXPECT_EQ(TokenSampler({0.0, 0, 1.0}).next(logits, 5, rng), 1);  // temperature 0: argmax
-  TokenSampler top1({1.0, 1, 1.0}), top2({1.0, 2, 1.0}), nucleus({1.0, 0, 0.3}), clamped({1.0, 99, 1.0});
+  EXPECT_EQ(TokenSampler({0.0, 0, 1.0, {}}).next(logits, 5, rng), 1);  // temperature 0: argmax
+  TokenSampler top1({1.0, 1, 1.0, {}}), top2({1.0, 2, 1.0, {}}), nucleus({1.0, 0, 0.3, {}}),
+      clamped({1.0, 99, 1.0, {}});
   int counts[5] = {};
   for (int i = 0; i < 2000; ++i) {
     EXPECT_EQ(top1.next(logits, 5, rng), 1);
@@ -426,13 +428,32 @@ TEST(TokenSampler, GreedyTopKAndTopP) {
   EXPECT_GT(counts[3], 0);
 }
 
+// logit_bias is added before everything else: a banned (-inf) token is never drawn, greedy or
+// not, even when it is the most likely; a large bias makes a token greedy's choice; top-k counts
+// the biased logits.
+TEST(TokenSampler, LogitBiasBansAndFavoursBeforeTemperatureAndTopK) {
+  const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
+  const float ban = -std::numeric_limits<float>::infinity();
+  Rng rng(1);
+  EXPECT_EQ(TokenSampler({0.0, 0, 1.0, {{1, ban}}}).next(logits, 5, rng), 2);
+  EXPECT_EQ(TokenSampler({0.0, 0, 1.0, {{3, 100.0f}}}).next(logits, 5, rng), 3);
+  TokenSampler banned({2.0, 0, 1.0, {{1, ban}, {2, ban}}}), top1({1.0, 1, 1.0, {{4, 1.6f}}});
+  int counts[5] = {};
+  for (int i = 0; i < 5000; ++i) {
+    counts[banned.next(logits, 5, rng)]++;
+    EXPECT_EQ(top1.next(logits, 5, rng), 4);  // 0.5 + 1.6 is the largest
+  }
+  EXPECT_EQ(counts[1] + counts[2], 0);
+  for (const int v : {0, 3, 4}) EXPECT_GT(counts[v], 0) << v;
+}
+
 // top_p whose nucleus holds several tokens: they are drawn in proportion to their probabilities
 // renormalised over the nucleus, and nothing outside it is drawn. Probabilities of the logits:
 // 0.0643, 0.4297, 0.3888, 0.0214, 0.0959 (ids 0-4).
 TEST(TokenSampler, TopPDrawsFromTheNucleusInProportion) {
   const float logits[5] = {0.1f, 2.0f, 1.9f, -1.0f, 0.5f};
   auto frequencies = [&](double top_p) {
-    TokenSampler nucleus({1.0, 0, top_p});
+    TokenSampler nucleus({1.0, 0, top_p, {}});
     Rng rng(5);
     std::vector<double> counts(5, 0.0);
     for (int i = 0; i < 20000; ++i) counts[nucleus.next(logits, 5, rng)] += 1.0 / 20000;
@@ -454,7 +475,7 @@ TEST(TokenSampler, TopPDrawsFromTheNucleusInProportion) {
 TEST(TokenSampler, TemperatureTooSmallToDivideByIsGreedy) {
   const float mixed[5] = {2.0f, 3.0f, -1.0f, 1.0f, 0.5f}, negative[3] = {-3.0f, -1.0f, -2.0f};
   for (const double temperature : {1e-310, 1e-300, 4.9e-324}) {
-    TokenSampler s({temperature, 0, 1.0}), top2({temperature, 2, 0.9});
+    TokenSampler s({temperature, 0, 1.0, {}}), top2({temperature, 2, 0.9, {}});
     Rng rng(3);
     for (int i = 0; i < 20; ++i) {
       EXPECT_EQ(s.next(mixed, 5, rng), 1) << temperature;
@@ -467,7 +488,7 @@ TEST(TokenSampler, TemperatureTooSmallToDivideByIsGreedy) {
 TEST(TokenSampler, TemperatureSharpensAndFlattens) {
   const float logits[3] = {1.0f, 0.0f, 0.0f};
   auto frequency_of_first = [&](double temperature) {
-    TokenSampler s({temperature, 0, 1.0});
+    TokenSampler s({temperature, 0, 1.0, {}});
     Rng rng(9);
     int first = 0;
     for (int i = 0; i < 4000; ++i) first += s.next(logits, 3, rng) == 0;

@@ -1,7 +1,8 @@
 // gpt serve in process, on loopback: the completions API against gpt sample's generation (the
 // same text for the same request and seed, whatever else the server is doing), server-sent
-// events, logprobs against the model's own forward, /inspect against gpt heads, and every kind
-// of bad input, slow or vanishing client, overload and shutdown.
+// events, logprobs against the model's own forward, /inspect against gpt heads, llama-server's
+// small endpoints and fields against its documented names, and every kind of bad input, slow or
+// vanishing client, overload and shutdown.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -15,8 +16,11 @@
 #include <csignal>
 #include <filesystem>
 #include <future>
+#include <limits>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -31,6 +35,7 @@
 #include "serve/batch_engine.h"
 #include "serve/completion_request.h"
 #include "serve/http_server.h"
+#include "serve/llama_endpoints.h"
 #include "serve/stop_matcher.h"
 #include "training_fixtures.h"
 
@@ -41,6 +46,8 @@ using nlohmann::json;
 using namespace std::chrono_literals;
 
 const std::u32string kSymbols = U"\n !,.abcdehlo";  // sorted: the vocabulary's ids in order
+
+Vocab symbols_vocab() { return Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end())); }
 
 std::unique_ptr<Gpt> random_model(int64_t block_size) {
   GptConfig c;
@@ -144,7 +151,7 @@ const bool kSigpipeIgnored = std::signal(SIGPIPE, SIG_IGN) != SIG_ERR;
 class Serve : public ::testing::Test {
  protected:
   std::unique_ptr<Gpt> model = random_model(16);
-  Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  Vocab vocab = symbols_vocab();
   std::unique_ptr<HttpServer> server;
   std::thread serving;
   int port = 0;
@@ -346,9 +353,10 @@ TEST(StopMatcher, HoldsBackWhatMayStartAStopSequence) {
 // overflowed the stack: a crash of the whole server from one request).
 TEST(CompletionRequest, DeeplyNestedValuesAreRefusedWithoutRecursion) {
   const std::string deep = std::string(500000, '[') + std::string(500000, ']');
-  for (const char* field : {"max_tokens", "stop", "temperature", "prompt"}) {
+  for (const char* field : {"max_tokens", "stop", "temperature", "prompt", "logit_bias"}) {
     try {
-      parse_completion_request(std::string("{\"prompt\": \"a\", \"") + field + "\": " + deep + "}", {});
+      parse_completion_request(std::string("{\"prompt\": \"a\", \"") + field + "\": " + deep + "}", {},
+                               symbols_vocab());
       ADD_FAILURE() << field << " accepted";
     } catch (const RequestError& e) {
       EXPECT_EQ(e.param(), field);
@@ -357,7 +365,7 @@ TEST(CompletionRequest, DeeplyNestedValuesAreRefusedWithoutRecursion) {
 }
 
 TEST(CompletionRequest, DefaultsAreGptSamples) {
-  const CompletionRequest r = parse_completion_request(R"({"prompt": ["hi"]})", {});
+  const CompletionRequest r = parse_completion_request(R"({"prompt": ["hi"]})", {}, symbols_vocab());
   EXPECT_EQ(r.prompt, "hi");
   EXPECT_EQ(r.sampling.temperature, SamplingSettings{}.temperature);
   EXPECT_EQ(r.sampling.top_k, SamplingSettings{}.top_k);
@@ -365,7 +373,10 @@ TEST(CompletionRequest, DefaultsAreGptSamples) {
   EXPECT_EQ(r.n, 1);
   EXPECT_FALSE(r.seed);
   EXPECT_FALSE(r.logprobs);
-  EXPECT_EQ(parse_completion_request(R"({"prompt": "hi", "max_tokens": 3.0, "model": "x"})", {}).max_tokens, 3);
+  EXPECT_TRUE(r.sampling.logit_bias.empty());
+  EXPECT_EQ(
+      parse_completion_request(R"({"prompt": "hi", "max_tokens": 3.0, "model": "x"})", {}, symbols_vocab()).max_tokens,
+      3);
 }
 
 TEST_F(Serve, BadRequestsGet4xxNamingTheFieldAndTheServerGoesOn) {
@@ -739,8 +750,8 @@ TEST(BatchEngine, NChoicesShareOneRunOfTheirPrompt) {
   options.slots = 4;
   BatchEngine engine(*model, vocab, options);
   const std::string prompt = "hello, ";
-  CompletionRequest request =
-      parse_completion_request(json({{"prompt", prompt}, {"max_tokens", 30}, {"n", 3}, {"top_k", 6}}).dump(), {});
+  CompletionRequest request = parse_completion_request(
+      json({{"prompt", prompt}, {"max_tokens", 30}, {"n", 3}, {"top_k", 6}}).dump(), {}, vocab);
   auto job = std::make_shared<CompletionJob>(std::move(request), vocab.encode(prompt, "prompt"), 5);
   engine.submit(job);
   std::vector<std::string> texts(3);
@@ -949,6 +960,11 @@ TEST_F(Serve, ApiKeyIsRequiredOnEveryEndpointButThePageAndHealth) {
   EXPECT_EQ(client().Get("/v1/models")->status, 401);
   EXPECT_EQ(client().Get("/v1/models/test")->status, 401);
   EXPECT_EQ(client().Post("/inspect", R"({"text": "hello"})", "application/json")->status, 401);
+  EXPECT_EQ(client().Post("/tokenize", R"({"content": "hello"})", "application/json")->status, 401);
+  EXPECT_EQ(client().Post("/detokenize", R"({"tokens": [1]})", "application/json")->status, 401);
+  EXPECT_EQ(client().Get("/props")->status, 401);
+  EXPECT_EQ(client().Get("/metrics")->status, 401) << "what the server does is not told without the key";
+  EXPECT_EQ(client().Get("/metrics", {{"Authorization", "Bearer s3cret-key"}})->status, 200);
   EXPECT_EQ(client().Get("/no/such/path")->status, 401) << "nothing about the server is told without the key";
   EXPECT_EQ(client().Get("/v1/models", {{"Authorization", "Bearer s3cret-key"}})->status, 200);
   EXPECT_EQ(client().Get("/")->status, 200);
@@ -1008,6 +1024,12 @@ TEST_F(Serve, PageModelsAndHealth) {
   EXPECT_EQ(models["data"][0]["id"], "test");
   EXPECT_EQ(models["data"][0]["meta"]["vocab"].size(), kSymbols.size());
   EXPECT_EQ(models["data"][0]["meta"]["block_size"], 16);
+  // llama-server's names beside ours.
+  EXPECT_EQ(models["data"][0]["meta"]["n_vocab"], kSymbols.size());
+  EXPECT_EQ(models["data"][0]["meta"]["n_ctx_train"], 16);
+  EXPECT_EQ(models["data"][0]["meta"]["n_embd"], 16);
+  EXPECT_EQ(models["data"][0]["meta"]["n_params"], model->params().parameter_count());
+  EXPECT_EQ(models["data"][0]["meta"]["parameters"], model->params().parameter_count());
   EXPECT_EQ(json::parse(client().Get("/v1/models/test")->body)["id"], "test");
   EXPECT_EQ(client().Get("/v1/models/other")->status, 404);
   EXPECT_EQ(client().Post("/health", "{}", "application/json")->status, 405);
@@ -1016,6 +1038,228 @@ TEST_F(Serve, PageModelsAndHealth) {
   EXPECT_NE(head.find("Content-Length: "), std::string::npos);
   EXPECT_EQ(head.substr(head.find("\r\n\r\n") + 4), "") << "HEAD: no body";
   EXPECT_TRUE(healthy());
+}
+
+// logit_bias in OpenAI's shape ({"id": bias}), llama-server's ([[id or text, bias]]) and with
+// characters as keys; -100 and false ban (-inf); refusals name the field.
+TEST(CompletionRequest, LogitBiasInOpenAisAndLlamaServersShapes) {
+  const Vocab v = symbols_vocab();  // ids: '\n' 0, ' ' 1, ... 'a' 5, ... 'h' 10, 'l' 11, 'o' 12
+  const float ban = -std::numeric_limits<float>::infinity();
+  const auto bias_of = [&](const std::string& logit_bias) {
+    return parse_completion_request(R"({"prompt": "hi", "logit_bias": )" + logit_bias + "}", {}, v).sampling.logit_bias;
+  };
+  using Biases = std::vector<std::pair<int32_t, float>>;
+  EXPECT_EQ(bias_of(R"({"5": 2.5, "10": -100, "lo": false, "0": -1})"),
+            Biases({{0, -1.0f}, {5, 2.5f}, {10, ban}, {11, ban}, {12, ban}}));
+  EXPECT_EQ(bias_of(R"([[5, 1], ["h", false], [12, -100], ["a", 3]])"), Biases({{5, 3.0f}, {10, ban}, {12, ban}}));
+  EXPECT_TRUE(bias_of("{}").empty());
+  EXPECT_TRUE(bias_of("[]").empty());
+  EXPECT_TRUE(bias_of("null").empty());
+  for (const char* bad :
+       {R"({"13": 1})", R"({"99999999999999999999": 1})", R"({"5": 101})", R"({"5": -100.5})", R"({"5": true})",
+        R"({"5": "1"})", R"({"5": null})", R"({"é": 1})", R"([[13, 1]])", R"([[-1, 1]])", R"([[5]])", R"([5, 1])",
+        R"([["7", 1]])", R"("a")", "5", R"({"\n !,.abcdehlo": false})"}) {
+    try {
+      bias_of(bad);
+      ADD_FAILURE() << bad << " accepted";
+    } catch (const RequestError& e) {
+      EXPECT_EQ(e.status(), 400) << bad;
+      EXPECT_EQ(e.param(), "logit_bias") << bad;
+    }
+  }
+}
+
+// A banned character is never drawn, whatever the seed and however many are drawn; a favoured one
+// wins; the text is gpt sample's with the same bias; and logprobs stay the model's own (unbiased).
+TEST_F(Serve, LogitBiasBansAndFavoursCharacters) {
+  start();
+  const json banned = {{"11", -100}, {"o", false}, {" ", -100}};
+  const json r = post("/v1/completions", {{"prompt", "hello"},
+                                          {"max_tokens", 300},
+                                          {"n", 4},
+                                          {"seed", 11},
+                                          {"temperature", 2.0},
+                                          {"top_k", 0},
+                                          {"logit_bias", banned}});
+  GenerationSettings biased = settings(300, 2.0, 0);
+  const float ban = -std::numeric_limits<float>::infinity();
+  biased.sampling.logit_bias = {{1, ban}, {11, ban}, {12, ban}};
+  const std::vector<std::string> expected = sample_texts(*model, vocab, "hello", 4, 11, biased);
+  const std::vector<std::string> unbiased = sample_texts(*model, vocab, "hello", 4, 11, settings(300, 2.0, 0));
+  std::string all_unbiased;
+  for (std::size_t i = 0; i < 4; ++i) {
+    const std::string text = r["choices"][i]["text"];
+    EXPECT_EQ(text, expected[i]) << i;
+    EXPECT_EQ(text.find_first_of("lo "), std::string::npos) << text;
+    all_unbiased += unbiased[i];
+  }
+  EXPECT_NE(all_unbiased.find_first_of("lo "), std::string::npos) << "the test bans characters the model draws";
+  // +100 in the array form with a character: greedy draws nothing else.
+  const json favoured = post("/v1/completions", {{"prompt", "hello"},
+                                                 {"max_tokens", 30},
+                                                 {"temperature", 0},
+                                                 {"logit_bias", json::array({json::array({"c", 100})})}});
+  EXPECT_EQ(favoured["choices"][0]["text"], std::string(30, 'c'));
+  // logprobs: the first character's distribution does not depend on the bias.
+  const json base = {{"prompt", "hello"}, {"max_tokens", 1}, {"seed", 2}, {"logprobs", 5}};
+  json with_bias = base;
+  with_bias["logit_bias"] = {{"c", 100}};
+  const json plain_lp = post("/v1/completions", base)["choices"][0]["logprobs"];
+  const json biased_lp = post("/v1/completions", with_bias)["choices"][0]["logprobs"];
+  EXPECT_EQ(biased_lp["tokens"][0], "c");
+  EXPECT_EQ(biased_lp["top_logprobs"][0], plain_lp["top_logprobs"][0]);
+  EXPECT_LT(biased_lp["token_logprobs"][0].get<double>(), 0.0);
+}
+
+// POST /tokenize and /detokenize with llama-server's fields: content, with_pieces, tokens.
+TEST_F(Serve, TokenizeAndDetokenizeAsLlamaServer) {
+  start();
+  EXPECT_EQ(post("/tokenize", {{"content", "hello"}}), json({{"tokens", {10, 9, 11, 11, 12}}}));
+  EXPECT_EQ(post("/tokenize", {{"content", "ha!"}, {"with_pieces", true}}),
+            json::parse(R"({"tokens": [{"id": 10, "piece": "h"}, {"id": 5, "piece": "a"}, {"id": 2, "piece": "!"}]})"));
+  EXPECT_EQ(post("/tokenize", {{"content", ""}}), json({{"tokens", json::array()}}));
+  json error = post("/tokenize", {{"content", "hex"}}, 400)["error"];
+  EXPECT_EQ(error["param"], "content");
+  EXPECT_NE(error["message"].get<std::string>().find("'x' at position 2"), std::string::npos) << error;
+  EXPECT_EQ(post("/tokenize", {{"text", "hello"}}, 400)["error"]["param"], "content");
+  EXPECT_EQ(post("/tokenize", {{"content", "hello"}, {"with_pieces", 1}}, 400)["error"]["param"], "with_pieces");
+  EXPECT_EQ(post("/detokenize", {{"tokens", {10, 9, 11, 11, 12, 2}}}), json({{"content", "hello!"}}));
+  EXPECT_EQ(post("/detokenize", {{"tokens", json::array()}}), json({{"content", ""}}));
+  EXPECT_EQ(post("/detokenize", {{"tokens", {10, 13}}}, 400)["error"]["param"], "tokens[1]");
+  EXPECT_EQ(post("/detokenize", {{"tokens", {-1}}}, 400)["error"]["param"], "tokens[0]");
+  EXPECT_EQ(post("/detokenize", {{"tokens", {"h"}}}, 400)["error"]["param"], "tokens[0]");
+  EXPECT_EQ(post("/detokenize", {{"tokens", "hello"}}, 400)["error"]["param"], "tokens");
+  EXPECT_EQ(post("/detokenize", json::object(), 400)["error"]["param"], "tokens");
+  auto res = client().Post("/tokenize", "{\"content\": ", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+}
+
+// A byte vocabulary's piece that is not UTF-8 on its own is its bytes, as llama-server's.
+TEST(LlamaEndpoints, PiecesThatAreNotUtf8AreBytes) {
+  const json got = json::parse(tokenize(Vocab::bytes(), R"({"content": "aé", "with_pieces": true})").dump());
+  EXPECT_EQ(got, json::parse(R"({"tokens": [{"id": 97, "piece": "a"}, {"id": 195, "piece": [195]},
+                                            {"id": 169, "piece": [169]}]})"));
+  EXPECT_EQ(detokenize(Vocab::bytes(), R"({"tokens": [97, 195, 169]})")["content"], "aé");
+}
+
+// GET /props: llama-server's default_generation_settings (gpt sample's defaults), n_ctx, slots, model, build.
+TEST_F(Serve, PropsGiveDefaultsContextSlotsAndBuild) {
+  ServeOptions options;
+  options.max_clients = 3;
+  options.model_path = "/runs/test/model.safetensors";
+  start(options);
+  const json props = json::parse(client().Get("/props")->body);
+  const json& defaults = props["default_generation_settings"];
+  EXPECT_EQ(defaults["n_ctx"], 16);
+  EXPECT_EQ(defaults["params"]["temperature"], SamplingSettings{}.temperature);
+  EXPECT_EQ(defaults["params"]["top_k"], SamplingSettings{}.top_k);
+  EXPECT_EQ(defaults["params"]["top_p"], SamplingSettings{}.top_p);
+  EXPECT_EQ(defaults["params"]["n_predict"], CompletionRequest{}.max_tokens);
+  EXPECT_EQ(defaults["params"]["max_tokens"], CompletionRequest{}.max_tokens);
+  EXPECT_EQ(props["total_slots"], 3);
+  EXPECT_EQ(props["model_path"], "/runs/test/model.safetensors");
+  EXPECT_EQ(props["model_alias"], "test");
+  EXPECT_EQ(props["build_info"].get<std::string>().rfind("gpt ", 0), 0u) << props["build_info"];
+  EXPECT_FALSE(props["kernels"].get<std::string>().empty());
+  // The defaults are what a request without settings gets: gpt sample's text.
+  const json r = post("/v1/completions", {{"prompt", "hello"}, {"seed", 4}});
+  EXPECT_EQ(r["choices"][0]["text"], sample_texts(*model, vocab, "hello", 1, 4, settings(16))[0]);
+}
+
+// Prometheus text: name -> value of every sample, and whether each has its # HELP and # TYPE.
+std::map<std::string, double> prometheus_samples(const std::string& text) {
+  std::map<std::string, double> samples;
+  std::istringstream lines(text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    const std::size_t space = line.find(' ');
+    const std::string name = line.substr(0, space);
+    samples[name] = std::stod(line.substr(space + 1));
+    EXPECT_NE(text.find("# HELP " + name + " "), std::string::npos) << name;
+    EXPECT_TRUE(text.find("# TYPE " + name + " counter\n") != std::string::npos ||
+                text.find("# TYPE " + name + " gauge\n") != std::string::npos)
+        << name;
+  }
+  return samples;
+}
+
+// GET /metrics: llama-server's metrics under gpt_, counted as completions end; the rates are over
+// the completions ended since the previous scrape.
+TEST_F(Serve, MetricsArePrometheusTextOfLlamaServersMetrics) {
+  start();
+  auto res = client().Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "text/plain; version=0.0.4");
+  std::map<std::string, double> m = prometheus_samples(res->body);
+  for (const char* name :
+       {"gpt_prompt_tokens_total", "gpt_prompt_seconds_total", "gpt_prompt_tokens_seconds",
+        "gpt_tokens_predicted_total", "gpt_tokens_predicted_seconds_total", "gpt_predicted_tokens_seconds",
+        "gpt_requests_total", "gpt_requests_processing", "gpt_requests_deferred"}) {
+    ASSERT_TRUE(m.count(name)) << name;
+    EXPECT_EQ(m[name], 0) << name;
+  }
+  post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 20}, {"n", 2}});
+  m = prometheus_samples(client().Get("/metrics")->body);
+  EXPECT_EQ(m["gpt_prompt_tokens_total"], 5);
+  EXPECT_EQ(m["gpt_tokens_predicted_total"], 40);
+  EXPECT_EQ(m["gpt_requests_total"], 1);
+  EXPECT_GT(m["gpt_prompt_seconds_total"], 0);
+  EXPECT_GT(m["gpt_tokens_predicted_seconds_total"], 0);
+  EXPECT_NEAR(m["gpt_predicted_tokens_seconds"], 40 / m["gpt_tokens_predicted_seconds_total"],
+              1e-6 * m["gpt_predicted_tokens_seconds"]);
+  EXPECT_GT(m["gpt_prompt_tokens_seconds"], 0);
+  m = prometheus_samples(client().Get("/metrics")->body);
+  EXPECT_EQ(m["gpt_predicted_tokens_seconds"], 0) << "no completion ended since the last scrape";
+  EXPECT_EQ(m["gpt_tokens_predicted_total"], 40) << "counters keep counting";
+  // A stream running: one slot processing; its characters count when it ends (here: cancelled).
+  RawConnection streaming(port);
+  ASSERT_TRUE(streaming.send(
+      post_request("/v1/completions", json({{"prompt", "hello"}, {"max_tokens", 4096}, {"stream", true}}).dump())));
+  EXPECT_NE(streaming.read_until("data: ").find("data: "), std::string::npos);
+  EXPECT_EQ(prometheus_samples(client().Get("/metrics")->body)["gpt_requests_processing"], 1);
+  streaming.close();
+  for (int i = 0; i < 500 && m["gpt_requests_total"] != 2; ++i) {
+    std::this_thread::sleep_for(20ms);
+    m = prometheus_samples(client().Get("/metrics")->body);
+  }
+  EXPECT_EQ(m["gpt_requests_total"], 2);
+  EXPECT_EQ(m["gpt_requests_processing"], 0);
+  EXPECT_GT(m["gpt_tokens_predicted_total"], 40);
+}
+
+// llama-server's `timings`: in a whole completion, and in a stream's last event only.
+TEST_F(Serve, CompletionsCarryLlamaServersTimings) {
+  start();
+  const json r = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 12}, {"n", 2}});
+  const json& t = r["timings"];
+  for (const char* field : {"prompt_n", "prompt_ms", "prompt_per_token_ms", "prompt_per_second", "predicted_n",
+                            "predicted_ms", "predicted_per_token_ms", "predicted_per_second"})
+    EXPECT_TRUE(t.contains(field) && t[field].is_number()) << field << ": " << t;
+  EXPECT_EQ(t["prompt_n"], 5);
+  EXPECT_EQ(t["predicted_n"], 24);
+  EXPECT_GT(t["prompt_ms"].get<double>(), 0);
+  EXPECT_GT(t["predicted_ms"].get<double>(), 0);
+  EXPECT_NEAR(t["prompt_per_token_ms"].get<double>(), t["prompt_ms"].get<double>() / 5, 1e-9);
+  EXPECT_NEAR(t["predicted_per_second"].get<double>(), 24e3 / t["predicted_ms"].get<double>(), 1e-6);
+  EXPECT_NEAR(t["predicted_per_token_ms"].get<double>(), t["predicted_ms"].get<double>() / 24, 1e-9);
+  auto res = client().Post("/v1/completions", json({{"prompt", "hel"}, {"max_tokens", 9}, {"stream", true}}).dump(),
+                           "application/json");
+  ASSERT_TRUE(res);
+  bool done = false;
+  const std::vector<json> events = stream_events(res->body, done);
+  ASSERT_FALSE(events.empty());
+  for (std::size_t i = 0; i + 1 < events.size(); ++i) EXPECT_FALSE(events[i].contains("timings")) << i;
+  ASSERT_TRUE(events.back().contains("timings")) << events.back();
+  EXPECT_EQ(events.back().at("timings").at("prompt_n"), 3);
+  EXPECT_EQ(events.back().at("timings").at("predicted_n"), 9);
+  // No characters asked for: no rates of nothing (0, not NaN).
+  const json none = post("/v1/completions", {{"prompt", "hello"}, {"max_tokens", 0}})["timings"];
+  EXPECT_EQ(none["predicted_n"], 0);
+  EXPECT_EQ(none["predicted_per_second"], 0);
+  EXPECT_EQ(none["predicted_per_token_ms"], 0);
 }
 
 // A one-layer model trained for `iterations` on a generated corpus (dir's corpus.txt); its run folder.

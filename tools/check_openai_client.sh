@@ -31,55 +31,16 @@ if [[ $installed != "$version" ]]; then
   (cd "$cache" && npm i -E --no-audit --no-fund "openai@$version")
 fi
 
-work=$(mktemp -d)
-server=
-trap '[[ -z $server ]] || { kill "$server" 2>/dev/null; wait "$server" 2>/dev/null; }; rm -rf "$work"' EXIT
-
-if [[ -z $out_dir ]]; then
-  tools/fetch_shakespeare.sh >/dev/null
-  out_dir=$work/tiny
-  "$gpt" train --data_path data/tinyshakespeare.txt --out_dir "$out_dir" --n_layer 2 --n_head 4 --n_embd 64 \
-    --block_size 64 --dropout 0 --batch_size 8 --max_iters 100 --lr_decay_iters 100 --warmup_iters 10 \
-    --eval_interval 100 --eval_iters 2 --learning_rate 4e-3 --seed 1 --quiet
-  echo "trained $out_dir in $((SECONDS - start)) s"
-fi
-[[ -f $out_dir/model.safetensors ]] || { echo "error: no $out_dir/model.safetensors" >&2; exit 1; }
-
-# The server picks a free port and prints it; wait for that line (or its death). It requires a key,
-# which the client sends as OpenAI's does.
-head -c 18 /dev/urandom | base64 >"$work/key"
-"$gpt" serve --out_dir "$out_dir" --port 0 --quiet --api_key_file "$work/key" >"$work/serve.out" 2>"$work/serve.err" &
-server=$!
-url=
-for _ in $(seq 300); do
-  url=$(sed -n 's|^gpt serve: \(http://127\.0\.0\.1:[0-9]*\)/ .*|\1|p' "$work/serve.out")
-  [[ -n $url ]] && break
-  kill -0 "$server" 2>/dev/null || break
-  sleep 0.1
-done
-if [[ -z $url ]]; then
-  echo "FAIL server: no address printed" >&2
-  cat "$work/serve.out" "$work/serve.err" >&2
-  exit 1
-fi
+# shellcheck source=tools/serve_session.sh
+source tools/serve_session.sh
+use_model
+# The server requires a key, which the client sends as OpenAI's does.
+start_server "$out_dir"
 
 set +e
-OPENAI_API_KEY=$(cat "$work/key") OPENAI_CLIENT_DIR=$cache timeout 120 node tools/check_openai_client.mjs --gpt "$gpt" --out_dir "$out_dir" --base_url "$url/v1"
+OPENAI_API_KEY=$(cat "$key_file") OPENAI_CLIENT_DIR=$cache timeout 120 node tools/check_openai_client.mjs --gpt "$gpt" --out_dir "$out_dir" --base_url "$url/v1"
 status=$?
 set -e
-# SIGTERM must stop the server cleanly (exit code 0).
-kill -TERM "$server"
-set +e
-wait "$server"
-code=$?
-set -e
-server=
-if [[ $code == 0 ]]; then
-  echo "PASS shutdown: SIGTERM, exit code 0"
-else
-  echo "FAIL shutdown: SIGTERM, exit code $code"
-  tail -n 20 "$work/serve.err"
-  status=1
-fi
+stop_server || status=1
 echo "check_openai_client: openai $version, $(node --version), $((SECONDS - start)) s: $([[ $status == 0 ]] && echo "all passed" || echo FAILED)"
 exit "$status"

@@ -75,6 +75,7 @@ int run_serve(ServeCommandOptions& options) {
   validate(options, loaded.model->config().block_size);
   if (!options.api_key_file.empty()) options.serve.access.api_key = read_api_key(options.api_key_file);
   options.serve.model_id = model_id(loaded.path);
+  options.serve.model_path = loaded.path;
   HttpServer server(*loaded.model, loaded.vocab, options.serve);
   const int port = server.bind();
   spdlog::info("{}: {} parameters, block_size {}; up to {} completions at once", loaded.path,

@@ -25,6 +25,11 @@ void top_ids(const std::vector<double>& values, int64_t k, std::vector<int32_t>&
 }
 
 int32_t TokenSampler::next(const float* logits, int64_t V, Rng& rng) {
+  if (!settings_.logit_bias.empty()) {
+    biased_.assign(logits, logits + V);
+    for (const auto& [id, bias] : settings_.logit_bias) biased_[id] += bias;
+    logits = biased_.data();
+  }
   const float* top = std::max_element(logits, logits + V);
   // A temperature so small that the largest logit over it overflows is greedy's limit; divided,
   // the exponentials below would be inf - inf.

@@ -1,7 +1,7 @@
 // One completion request in flight: what the engine thread generates for it and what the HTTP
 // thread serving it takes, passed through a queue of events under a mutex. The engine publishes,
 // the client side takes; a client that goes away cancels, and the engine frees its slots at
-// its next step.
+// its next step. The job stamps its times (timings(), and the server's metrics when it ends).
 #pragma once
 
 #include <atomic>
@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "serve/completion_request.h"
+#include "serve/server_metrics.h"
 
 namespace gpt {
 
@@ -34,12 +35,14 @@ struct ChoiceEvent {
   std::vector<TokenLogprob> logprobs;
   FinishReason finish = FinishReason::none;
   int64_t generated = 0;  // the choice's tokens so far
+  bool last = false;      // the job's last event (set by the job): every choice has finished
 };
 
 class CompletionJob {
  public:
-  CompletionJob(CompletionRequest request, std::vector<int32_t> prompt, uint64_t seed)
-      : request_(std::move(request)), prompt_(std::move(prompt)), seed_(seed), open_choices_(request_.n) {}
+  // `metrics` (may be null, else outliving the job) records the job's timings when it ends.
+  CompletionJob(CompletionRequest request, std::vector<int32_t> prompt, uint64_t seed,
+                ServerMetrics* metrics = nullptr);
 
   const CompletionRequest& request() const { return request_; }
   const std::vector<int32_t>& prompt() const { return prompt_; }  // cropped to block_size
@@ -53,15 +56,25 @@ class CompletionJob {
   bool take(std::vector<ChoiceEvent>& out, std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
+  // Complete once take() has returned false.
+  CompletionTimings timings() const;
 
  private:
+  CompletionTimings timings_locked() const;
+
   const CompletionRequest request_;
   const std::vector<int32_t> prompt_;
   const uint64_t seed_;
-  std::mutex mutex_;
+  ServerMetrics* const metrics_;
+  mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<ChoiceEvent> events_;
   int64_t open_choices_;
+  std::vector<int64_t> generated_;  // [n] each choice's tokens so far
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point created_ = Clock::now();
+  Clock::time_point first_text_{}, last_text_{};  // the first event with text; the last event
+  bool any_text_ = false;
   std::atomic<bool> cancelled_{false};
 };
 

@@ -1,5 +1,5 @@
 // A POST /v1/completions body, read and checked: OpenAI's legacy completions fields (and
-// llama-server's top_k) with `gpt sample`'s defaults for the sampling ones, so the same request
+// llama-server's top_k and logit_bias forms) with `gpt sample`'s defaults for the sampling ones, so the same request
 // and seed give `gpt sample`'s text. Anything wrong is a RequestError naming the field.
 #pragma once
 
@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "data/vocab.h"
 #include "sample/sampling.h"
 
 namespace gpt {
@@ -48,7 +49,8 @@ struct CompletionRequest {
 };
 
 // Throws RequestError(400, ...) for malformed JSON, a wrong type, a value out of range or a field
-// we do not implement with a value other than its default (echo, suffix, best_of, logit_bias).
-CompletionRequest parse_completion_request(const std::string& body, const ServeLimits& limits);
+// we do not implement with a value other than its default (echo, suffix, best_of). `vocab`
+// resolves logit_bias's ids and characters.
+CompletionRequest parse_completion_request(const std::string& body, const ServeLimits& limits, const Vocab& vocab);
 
 }  // namespace gpt

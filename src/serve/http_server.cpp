@@ -9,6 +9,7 @@
 #include "core/check.h"
 #include "sample/text_generation.h"
 #include "serve/inspection.h"
+#include "serve/llama_endpoints.h"
 #include "serve/page.h"
 
 namespace gpt {
@@ -202,6 +203,24 @@ void HttpServer::route(const HttpRequest& request, HttpConnection& connection) {
   } else if (path == "/v1/completions") {
     require_method(request, "POST");
     complete(request, connection);
+  } else if (path == "/tokenize") {
+    require_method(request, "POST");
+    send_json(connection, 200, tokenize(vocab_, request.body));
+  } else if (path == "/detokenize") {
+    require_method(request, "POST");
+    send_json(connection, 200, detokenize(vocab_, request.body));
+  } else if (path == "/props") {
+    require_method(request, "GET");
+    send_json(connection, 200,
+              props_json({model_.config().block_size, options_.max_clients, options_.limits.max_tokens,
+                          options_.model_path, options_.model_id}));
+  } else if (path == "/metrics") {
+    require_method(request, "GET");
+    const BatchEngine::Load load = engine_.load();
+    HttpResponse metrics;
+    metrics.content_type = "text/plain; version=0.0.4";
+    metrics.body = metrics_.prometheus_text(load.busy_slots, load.waiting);
+    connection.send(metrics);
   } else if (path == "/inspect") {
     require_method(request, "POST");
     nlohmann::json result = engine_.inspect(request.body);
@@ -213,16 +232,7 @@ void HttpServer::route(const HttpRequest& request, HttpConnection& connection) {
 }
 
 json HttpServer::models_json() const {
-  const GptConfig& c = model_.config();
-  json vocab = json::array();
-  for (int32_t id = 0; id < vocab_.size(); ++id) vocab.push_back(vocab_.decode(id));
-  json meta = {{"vocab_size", c.vocab_size},
-               {"block_size", c.block_size},
-               {"n_layer", c.n_layer},
-               {"n_head", c.n_head},
-               {"n_embd", c.n_embd},
-               {"parameters", model_.params().parameter_count()},
-               {"vocab", vocab}};
+  const json meta = model_meta_json(model_.config(), model_.params().parameter_count(), vocab_);
   return {{"object", "list"},
           {"data", json::array({{{"id", options_.model_id},
                                  {"object", "model"},
@@ -232,7 +242,7 @@ json HttpServer::models_json() const {
 }
 
 std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& body) {
-  CompletionRequest request = parse_completion_request(body, options_.limits);
+  CompletionRequest request = parse_completion_request(body, options_.limits, vocab_);
   if (request.n > options_.max_clients)
     throw RequestError(400, "n: at most --max_clients (" + std::to_string(options_.max_clients) + ")", "n");
   std::vector<int32_t> prompt;
@@ -243,7 +253,7 @@ std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& b
   }
   crop_prompt(prompt, model_.config().block_size);
   const uint64_t seed = request.seed ? *request.seed : fresh_seed();
-  auto job = std::make_shared<CompletionJob>(std::move(request), std::move(prompt), seed);
+  auto job = std::make_shared<CompletionJob>(std::move(request), std::move(prompt), seed, &metrics_);
   engine_.submit(job);
   return job;
 }
@@ -297,6 +307,7 @@ void HttpServer::whole_completion(CompletionJob& job, json head, HttpConnection&
   head["usage"] = {{"prompt_tokens", prompt_tokens},
                    {"completion_tokens", completion_tokens},
                    {"total_tokens", prompt_tokens + completion_tokens}};
+  head["timings"] = timings_json(job.timings());
   send_json(connection, 200, head);
 }
 
@@ -326,6 +337,7 @@ void HttpServer::stream_completion(CompletionJob& job, const json& head, HttpCon
       json chunk = head;
       json logprobs = job.request().logprobs ? logprobs_json(e.logprobs, offsets[e.choice]) : json(nullptr);
       chunk["choices"] = json::array({choice_json(e.choice, e.text, logprobs, e.finish)});
+      if (e.last) chunk["timings"] = timings_json(job.timings());
       batch += "data: " + dump(chunk) + "\n\n";
     }
     if (!connection.send_chunk(batch) || connection.client_gone()) {

@@ -1,9 +1,10 @@
 // `gpt serve`'s HTTP side: the playground page, an OpenAI-style completions API (llama-server's
-// shape), /inspect, /health, on the HttpListener's connections (one thread each, a bounded number,
-// every request read within a deadline). The AccessPolicy decides on each request before its body
-// is read; generation runs on the BatchEngine's thread, /inspect too (between steps), and a
-// completion whose client has gone is cancelled. Nothing of a request reaches the file system;
-// every refusal is JSON naming the field: {"error": {"message", "type", "param", "code"}}.
+// shape), /inspect, /health, and llama-server's /tokenize, /detokenize, /props and /metrics
+// (serve/llama_endpoints.h, serve/server_metrics.h), on the HttpListener's connections (one thread each, a bounded
+// number, every request read within a deadline). The AccessPolicy decides on each request before its body is read;
+// generation runs on the BatchEngine's thread, /inspect too (between steps), and a completion whose client has gone is
+// cancelled. Nothing of a request reaches the file system; every refusal is JSON naming the field: {"error":
+// {"message", "type", "param", "code"}}.
 #pragma once
 
 #include <atomic>
@@ -21,6 +22,7 @@
 #include "serve/completion_request.h"
 #include "serve/http_connection.h"
 #include "serve/http_listener.h"
+#include "serve/server_metrics.h"
 
 namespace gpt {
 
@@ -31,7 +33,8 @@ struct ServeOptions {
   int64_t max_connections = 256;  // open at once; one more is answered 503
   int64_t context_shift = 0;
   ServeLimits limits;
-  std::string model_id;  // what /v1/models calls the model
+  std::string model_id;    // what /v1/models calls the model
+  std::string model_path;  // the checkpoint file, for /props
   int64_t max_body_bytes = 1 << 20;
   int read_timeout_seconds = 5;   // to send a whole request (or the next one on a kept connection)
   int write_timeout_seconds = 5;  // for a client to take each write of its answer
@@ -70,6 +73,7 @@ class HttpServer {
   const Vocab& vocab_;
   ServeOptions options_;
   AccessPolicy access_;
+  ServerMetrics metrics_;  // before engine_: the engine's jobs record into it until the engine ends
   BatchEngine engine_;
   HttpListener listener_;
   std::mutex seed_mutex_;
