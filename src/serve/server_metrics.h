@@ -15,8 +15,8 @@ namespace gpt {
 // One completion's times, as llama-server's: the prompt from the request's arrival to its first
 // character out (a wait for a slot included), generation from there to its last character.
 struct CompletionTimings {
-  int64_t prompt_n = 0;     // prompt characters (after cropping to block_size)
-  double prompt_ms = 0;     //
+  int64_t prompt_n = 0;  // prompt characters (after cropping to block_size)
+  double prompt_ms = 0;
   int64_t predicted_n = 0;  // characters generated, every choice's
   double predicted_ms = 0;
 };
