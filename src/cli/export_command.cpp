@@ -4,14 +4,13 @@
 // that block it.
 #include <spdlog/spdlog.h>
 
-#include <algorithm>
-#include <cctype>
 #include <filesystem>
 #include <memory>
 
 #include "cli/checkpoint_options.h"
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
+#include "core/ascii.h"
 #include "core/check.h"
 #include "io/checkpoint.h"
 #include "io/gguf_export.h"
@@ -40,8 +39,7 @@ int run_gguf_export(const ExportOptions& options) {
   const GgufTensorType type = parse_gguf_tensor_type(options.tensor_type);
   LoadedModel loaded = options.model.load();
   const std::filesystem::path folder = std::filesystem::path(loaded.path).parent_path();
-  std::string lower = gguf_tensor_type_name(type);
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  const std::string lower = ascii_lower(gguf_tensor_type_name(type));
   const std::string out = options.out.empty() ? (folder / ("model-" + lower + ".gguf")).string() : options.out;
   const std::string name = std::filesystem::absolute(folder).filename().string();
   export_gguf(*loaded.model, loaded.vocab, type, name.empty() ? "gpt" : name, out);

@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 
-#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -16,6 +15,7 @@
 #include "cli/commands.h"
 #include "cli/dtype_option.h"
 #include "cli/stop_signal.h"
+#include "core/ascii.h"
 #include "core/atomic_file.h"
 #include "core/check.h"
 #include "serve/access_policy.h"
@@ -38,11 +38,8 @@ struct ServeCommandOptions {
 std::string read_api_key(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::exists(path, ec)) throw UserError("--api_key_file " + path + ": no such file");
-  std::string key = read_whole_file(path);
-  key = key.substr(0, key.find('\n'));
-  const auto space = [](unsigned char c) { return std::isspace(c) != 0; };
-  while (!key.empty() && space(key.back())) key.pop_back();
-  while (!key.empty() && space(key.front())) key.erase(key.begin());
+  const std::string text = read_whole_file(path);
+  const std::string key(ascii_trimmed(std::string_view(text).substr(0, text.find('\n'))));
   if (key.empty()) throw UserError("--api_key_file " + path + ": the file holds no key on its first line");
   return key;
 }

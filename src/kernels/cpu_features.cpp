@@ -1,8 +1,8 @@
 #include "kernels/cpu_features.h"
 
-#include <cctype>
 #include <cstdlib>
 
+#include "core/ascii.h"
 #include "core/check.h"
 
 #if GPT_X86_64
@@ -106,8 +106,7 @@ const char* max_isa_name(MaxIsa cap) {
 
 MaxIsaSetting parse_max_isa(const char* value) {
   if (!value || !*value) return {};
-  std::string lower;
-  for (const char* c = value; *c; ++c) lower.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(*c))));
+  const std::string lower = ascii_lower(value);
   std::string valid;
   for (const MaxIsa cap : kMaxIsas) {
     if (lower == max_isa_name(cap)) return {cap, {}};

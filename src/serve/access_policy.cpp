@@ -3,24 +3,13 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cstdint>
+
+#include "core/ascii.h"
 
 namespace gpt {
 
 namespace {
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-  return out;
-}
-
-std::string_view trimmed(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t')) text.remove_suffix(1);
-  return text;
-}
 
 bool contains(const std::vector<std::string>& names, const std::string& name) {
   return std::find(names.begin(), names.end(), name) != names.end();
@@ -60,7 +49,7 @@ AccessDecision refusal(int status, std::string message) {
 }  // namespace
 
 std::string host_name(std::string_view authority) {
-  authority = trimmed(authority);
+  authority = ascii_trimmed(authority);
   std::string_view name = authority;
   if (authority.starts_with('[')) {
     const std::size_t close = authority.find(']');
@@ -69,7 +58,7 @@ std::string host_name(std::string_view authority) {
              colon != std::string_view::npos && authority.find(':', colon + 1) == std::string_view::npos) {
     name = authority.substr(0, colon);  // one colon: a port follows; more: a bare IPv6 address
   }
-  std::string out = lower(name);
+  std::string out = ascii_lower(name);
   if (!out.empty() && out.back() == '.') out.pop_back();
   return out;
 }
@@ -87,7 +76,7 @@ AccessPolicy::AccessPolicy(AccessOptions options)
     : options_(std::move(options)), bound_name_(host_name(options_.host)) {
   for (std::string& name : options_.allowed_hosts) name = name == "*" ? name : host_name(name);
   for (std::string& origin : options_.cors_origins) {
-    origin = lower(trimmed(origin));
+    origin = ascii_lower(ascii_trimmed(origin));
     while (origin.ends_with('/')) origin.pop_back();
   }
 }
@@ -104,20 +93,20 @@ bool AccessPolicy::host_allowed(std::string_view host_header) const {
 }
 
 bool AccessPolicy::same_origin(std::string_view origin, const std::optional<std::string>& host_header) const {
-  const std::string normalised = lower(trimmed(origin));
-  return host_header && normalised != "null" && authority_of(normalised) == lower(trimmed(*host_header));
+  const std::string normalised = ascii_lower(ascii_trimmed(origin));
+  return host_header && normalised != "null" && authority_of(normalised) == ascii_lower(ascii_trimmed(*host_header));
 }
 
 bool AccessPolicy::cors_allowed(std::string_view origin) const {
-  return contains(options_.cors_origins, "*") || contains(options_.cors_origins, lower(trimmed(origin)));
+  return contains(options_.cors_origins, "*") || contains(options_.cors_origins, ascii_lower(ascii_trimmed(origin)));
 }
 
 bool AccessPolicy::key_accepted(const std::optional<std::string>& authorization) const {
   if (!authorization) return false;
-  const std::string_view value = trimmed(*authorization);
+  const std::string_view value = ascii_trimmed(*authorization);
   constexpr std::string_view kScheme = "bearer ";
-  if (value.size() < kScheme.size() || lower(value.substr(0, kScheme.size())) != kScheme) return false;
-  return constant_time_equal(trimmed(value.substr(kScheme.size())), options_.api_key);
+  if (value.size() < kScheme.size() || ascii_lower(value.substr(0, kScheme.size())) != kScheme) return false;
+  return constant_time_equal(ascii_trimmed(value.substr(kScheme.size())), options_.api_key);
 }
 
 AccessDecision AccessPolicy::decide(const RequestHead& request) const {
@@ -153,7 +142,9 @@ AccessDecision AccessPolicy::decide(const RequestHead& request) const {
   }
   if (request.method == "POST") {
     const std::string media_type =
-        request.content_type ? lower(trimmed(request.content_type->substr(0, request.content_type->find(';')))) : "";
+        request.content_type
+            ? ascii_lower(ascii_trimmed(request.content_type->substr(0, request.content_type->find(';'))))
+            : "";
     if (media_type != "application/json") {
       AccessDecision refused =
           refusal(415, "the body must be JSON: send the header \"Content-Type: application/json\"");

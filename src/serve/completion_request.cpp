@@ -65,15 +65,6 @@ float bias_value(const json& value) {
   return bias == -100 ? -std::numeric_limits<float>::infinity() : static_cast<float>(bias);
 }
 
-// The characters of a text, each to get a bias.
-std::vector<int32_t> bias_text(const std::string& text, const Vocab& vocab) {
-  try {
-    return vocab.encode(text, "logit_bias");
-  } catch (const UserError& e) {
-    throw RequestError(400, e.what(), "logit_bias");
-  }
-}
-
 // OpenAI's object {"id": bias, ...} (a key of digits is an id; any other key, as llama-server's,
 // is text whose every character gets the bias) or llama-server's array [[id or text, bias], ...]
 // (a string there is always text: [["7", 2]] favours the digit 7). A character given twice: the
@@ -89,7 +80,7 @@ std::vector<std::pair<int32_t, float>> logit_bias_field(const json& value, const
     for (const auto& [key, bias] : value.items()) {
       const bool digits = !key.empty() && key.find_first_not_of("0123456789") == std::string::npos;
       if (!digits) {
-        set(bias_text(key, vocab), bias);
+        set(encoded_field(vocab, key, "logit_bias"), bias);
       } else if (key.size() > 9 || std::stoll(key) >= V) {
         refuse_field("logit_bias", "token id " + key.substr(0, 20) + " is not in the vocabulary (0 .. " +
                                        std::to_string(V - 1) + ")");
@@ -102,7 +93,7 @@ std::vector<std::pair<int32_t, float>> logit_bias_field(const json& value, const
       if (!entry.is_array() || entry.size() != 2)
         refuse_field("logit_bias", "each entry of the array form must be [id or text, bias], got " + shown(entry));
       if (entry[0].is_string())
-        set(bias_text(entry[0].get<std::string>(), vocab), entry[1]);
+        set(encoded_field(vocab, entry[0].get<std::string>(), "logit_bias"), entry[1]);
       else
         set({static_cast<int32_t>(integer_field(entry[0], "logit_bias", 0, V - 1))}, entry[1]);
     }

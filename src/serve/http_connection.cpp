@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <nlohmann/json.hpp>
 
+#include "core/ascii.h"
+
 namespace gpt {
 
 namespace http = boost::beast::http;
@@ -53,13 +55,6 @@ std::string percent_decoded(std::string_view text) {
       out += text[i];
     }
   }
-  return out;
-}
-
-std::string lower(std::string_view text) {
-  std::string out(text);
-  for (char& c : out)
-    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
   return out;
 }
 
@@ -108,7 +103,7 @@ const char* status_text(int status) {
   }
 }
 
-std::string error_json(int status, const std::string& message, const std::string& param) {
+HttpResponse error_response(int status, const std::string& message, const std::string& param) {
   using json = nlohmann::ordered_json;
   const char* type = status == 503   ? "server_busy"
                      : status >= 500 ? "server_error"
@@ -120,7 +115,35 @@ std::string error_json(int status, const std::string& message, const std::string
                        {"type", type},
                        {"param", param.empty() ? json(nullptr) : json(param)},
                        {"code", status}}}};
-  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+  HttpResponse response;
+  response.status = status;
+  response.body = body.dump(-1, ' ', false, json::error_handler_t::replace);
+  if (status == 503) response.headers.emplace_back("Retry-After", "1");
+  return response;
+}
+
+namespace {
+
+// The status line and headers of an answer, without the blank line that ends them.
+std::string head_lines(int status, const std::string& content_type, const Headers& extra, const Headers& headers,
+                       bool close) {
+  std::string text = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) + "\r\n";
+  if (!content_type.empty()) text += "Content-Type: " + content_type + "\r\n";
+  for (const Headers* list : {&extra, &headers})
+    for (const auto& [name, value] : *list) text += name + ": " + value + "\r\n";
+  text += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
+  return text;
+}
+
+}  // namespace
+
+std::string response_text(const HttpResponse& response, const Headers& extra, bool close, bool head_only) {
+  const bool empty = response.status == 204;
+  std::string text = head_lines(response.status, empty ? "" : response.content_type, extra, response.headers, close);
+  if (!empty) text += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
+  text += "\r\n";
+  if (!head_only) text += response.body;
+  return text;
 }
 
 HttpConnection::HttpConnection(int fd, int stop_fd, std::string remote, const ConnectionLimits& limits)
@@ -156,11 +179,29 @@ bool HttpConnection::read_more(Clock::time_point deadline) {
   }
 }
 
-void HttpConnection::refuse(int status, const std::string& message) {
-  HttpResponse response;
-  response.status = status;
-  response.body = error_json(status, message);
-  send(response, true);
+void HttpConnection::refuse(int status, const std::string& message) { send(error_response(status, message), true); }
+
+bool HttpConnection::parse_buffered() {
+  if (buffer_.empty()) return true;
+  boost::system::error_code ec;
+  buffer_.erase(0, parser_->parser.put(boost::asio::buffer(buffer_.data(), buffer_.size()), ec));
+  if (!ec || ec == http::error::need_more) return true;
+  if (ec == http::error::header_limit)
+    refuse(431, "the request's headers are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
+  else if (ec == http::error::body_limit)
+    refuse(413, "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
+  else
+    refuse(400, "malformed HTTP request: " + ec.message());
+  return false;
+}
+
+bool HttpConnection::read_more_of_request() {
+  if (read_more(deadline_)) return true;
+  const bool begun = parser_->parser.got_some() || !buffer_.empty();
+  if (open_ && begun && !stopping())
+    refuse(408, "the request took longer than " + std::to_string(limits_.read_timeout.count()) + " ms to send");
+  open_ = false;
+  return false;
 }
 
 std::optional<HttpRequest> HttpConnection::read_head() {
@@ -174,32 +215,9 @@ std::optional<HttpRequest> HttpConnection::read_head() {
   p.eager(false);
   deadline_ = Clock::now() + limits_.read_timeout;
   for (;;) {
-    if (!buffer_.empty()) {
-      boost::system::error_code ec;
-      const std::size_t used = p.put(boost::asio::buffer(buffer_.data(), buffer_.size()), ec);
-      buffer_.erase(0, used);
-      if (!ec && p.is_header_done()) break;
-      if (ec == http::error::header_limit) {
-        refuse(431, "the request's headers are larger than " + std::to_string(limits_.max_header_bytes) + " bytes");
-        return std::nullopt;
-      }
-      if (ec == http::error::body_limit) {
-        refuse(413,
-               "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
-        return std::nullopt;
-      }
-      if (ec && ec != http::error::need_more) {
-        refuse(400, "malformed HTTP request: " + ec.message());
-        return std::nullopt;
-      }
-    }
-    const bool started = !buffer_.empty();
-    if (!read_more(deadline_)) {
-      if (open_ && started && !stopping())
-        refuse(408, "the request took longer than " + std::to_string(limits_.read_timeout.count()) + " ms to send");
-      open_ = false;
-      return std::nullopt;
-    }
+    if (!parse_buffered()) return std::nullopt;
+    if (p.is_header_done()) break;
+    if (!read_more_of_request()) return std::nullopt;
   }
   const auto& message = p.get();
   HttpRequest request;
@@ -207,10 +225,10 @@ std::optional<HttpRequest> HttpConnection::read_head() {
   const std::string_view target = message.target();
   request.path = percent_decoded(target.substr(0, target.find('?')));
   for (const auto& field : message)
-    request.headers.emplace_back(lower(field.name_string()), std::string(field.value()));
+    request.headers.emplace_back(ascii_lower(field.name_string()), std::string(field.value()));
   request.remote = remote_;
   request.keep_alive = message.keep_alive();
-  request.expects_continue = lower(message[http::field::expect]) == "100-continue";
+  request.expects_continue = ascii_lower(message[http::field::expect]) == "100-continue";
   keep_alive_ = request.keep_alive;
   head_only_ = request.method == "HEAD";
   return request;
@@ -221,27 +239,9 @@ bool HttpConnection::read_body(HttpRequest& request) {
   if (request.expects_continue && !p.is_done() && !write_all("HTTP/1.1 100 Continue\r\n\r\n")) return open_ = false;
   p.eager(true);
   while (!p.is_done()) {
-    if (!buffer_.empty()) {
-      boost::system::error_code ec;
-      const std::size_t used = p.put(boost::asio::buffer(buffer_.data(), buffer_.size()), ec);
-      buffer_.erase(0, used);
-      if (ec == http::error::body_limit) {
-        refuse(413,
-               "the body is larger than the server accepts (" + std::to_string(limits_.max_body_bytes) + " bytes)");
-        return false;
-      }
-      if (ec && ec != http::error::need_more) {
-        refuse(400, "malformed HTTP request body: " + ec.message());
-        return false;
-      }
-      if (p.is_done()) break;
-    }
-    if (!read_more(deadline_)) {
-      if (open_ && !stopping())
-        refuse(408, "the request took longer than " + std::to_string(limits_.read_timeout.count()) + " ms to send");
-      open_ = false;
-      return false;
-    }
+    if (!parse_buffered()) return false;
+    if (p.is_done()) break;
+    if (!read_more_of_request()) return false;
   }
   request.body = std::move(p.get().body());
   return true;
@@ -251,25 +251,10 @@ void HttpConnection::add_header(std::string name, std::string value) {
   extra_headers_.emplace_back(std::move(name), std::move(value));
 }
 
-std::string HttpConnection::head_text(int status, const std::string& content_type, const Headers& headers,
-                                      bool close) const {
-  std::string text = "HTTP/1.1 " + std::to_string(status) + " " + status_text(status) + "\r\n";
-  if (!content_type.empty()) text += "Content-Type: " + content_type + "\r\n";
-  for (const Headers* list : {&extra_headers_, &headers})
-    for (const auto& [name, value] : *list) text += name + ": " + value + "\r\n";
-  text += close ? "Connection: close\r\n" : "Connection: keep-alive\r\n";
-  return text;
-}
-
 bool HttpConnection::send(const HttpResponse& response, bool close) {
   close = close || !keep_alive_ || stopping();
   status_ = response.status;
-  std::string text =
-      head_text(response.status, response.status == 204 ? "" : response.content_type, response.headers, close);
-  if (response.status != 204) text += "Content-Length: " + std::to_string(response.body.size()) + "\r\n";
-  text += "\r\n";
-  if (!head_only_) text += response.body;
-  const bool sent = write_all(text);
+  const bool sent = write_all(response_text(response, extra_headers_, close, head_only_));
   if (!sent || close) {
     keep_alive_ = false;
     open_ = false;
@@ -284,7 +269,8 @@ bool HttpConnection::send(const HttpResponse& response, bool close) {
 
 bool HttpConnection::begin_stream(int status, const std::string& content_type, const Headers& headers) {
   status_ = status;
-  return write_all(head_text(status, content_type, headers, !keep_alive_) + "Transfer-Encoding: chunked\r\n\r\n");
+  return write_all(head_lines(status, content_type, extra_headers_, headers, !keep_alive_) +
+                   "Transfer-Encoding: chunked\r\n\r\n");
 }
 
 bool HttpConnection::send_chunk(std::string_view data) {

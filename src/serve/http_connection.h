@@ -77,8 +77,13 @@ class HttpConnection {
  private:
   bool read_more(std::chrono::steady_clock::time_point deadline);
   bool write_all(std::string_view data);
-  std::string head_text(int status, const std::string& content_type, const Headers& headers, bool close) const;
   void refuse(int status, const std::string& message);
+  // Feeds what was read to the parser; false, after the refusal it owes, when that is not a
+  // request we read (malformed, or over a size limit).
+  bool parse_buffered();
+  // Waits for more of the request within its deadline; false when the connection is done (with a
+  // 408 when the request had begun).
+  bool read_more_of_request();
 
   int fd_;
   int stop_fd_;
@@ -97,7 +102,11 @@ class HttpConnection {
 
 // The reason phrase of an HTTP status.
 const char* status_text(int status);
-// A refusal's body in OpenAI's error shape: {"error": {"message", "type", "param", "code"}}.
-std::string error_json(int status, const std::string& message, const std::string& param = "");
+// A refusal: its body in OpenAI's error shape, {"error": {"message", "type", "param", "code"}},
+// and for a 503 "Retry-After: 1".
+HttpResponse error_response(int status, const std::string& message, const std::string& param = "");
+// An answer as sent: status line, headers (`extra` first), Content-Length, and the body unless
+// `head_only` (the answer to a HEAD request).
+std::string response_text(const HttpResponse& response, const Headers& extra, bool close, bool head_only);
 
 }  // namespace gpt

@@ -96,12 +96,10 @@ int64_t HttpListener::open_connections() const {
 // The answer to a connection beyond the limit, sent without waiting: it goes out unless the
 // client's receive window is already full, which a new connection's is not.
 void HttpListener::refuse_over_limit(int fd) const {
-  const std::string body =
-      error_json(503, "the server has " + std::to_string(options_.max_connections) + " connections open; retry later");
   const std::string answer =
-      "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-      "Connection: close\r\nContent-Length: " +
-      std::to_string(body.size()) + "\r\n\r\n" + body;
+      response_text(error_response(503, "the server has " + std::to_string(options_.max_connections) +
+                                            " connections open; retry later"),
+                    {}, true, false);
   [[maybe_unused]] const ssize_t sent = ::send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
   ::shutdown(fd, SHUT_WR);
   char drain[4096];  // unread request bytes at close() would reset the connection before the answer is read

@@ -11,6 +11,7 @@
 #include "serve/inspection.h"
 #include "serve/llama_endpoints.h"
 #include "serve/page.h"
+#include "serve/request_fields.h"
 
 namespace gpt {
 
@@ -32,16 +33,6 @@ void send_json(HttpConnection& connection, int status, const Json& body) {
   response.status = status;
   response.body = dump(body);
   connection.send(response);
-}
-
-// A refusal; `close` ends the connection (its body, if any, was not read).
-void send_error(HttpConnection& connection, int status, const std::string& message, const std::string& param,
-                bool close = false) {
-  HttpResponse response;
-  response.status = status;
-  response.body = error_json(status, message, param);
-  if (status == 503) response.headers.emplace_back("Retry-After", "1");
-  connection.send(response, close);
 }
 
 // HEAD is GET without the body.
@@ -140,10 +131,10 @@ void HttpServer::serve_connection(HttpConnection& connection) {
       try {
         route(*request, connection);
       } catch (const RequestError& e) {
-        send_error(connection, e.status(), e.what(), e.param());
+        connection.send(error_response(e.status(), e.what(), e.param()));
       } catch (const std::exception& e) {
         spdlog::error("request failed: {}", e.what());
-        if (connection.status() == 0) send_error(connection, 500, e.what(), "", true);
+        if (connection.status() == 0) connection.send(error_response(500, e.what()), true);
       }
     }
     const int status = connection.status();
@@ -160,7 +151,7 @@ bool HttpServer::admitted(const HttpRequest& request, HttpConnection& connection
                       request.header("content-type"), request.header("authorization")});
   for (const auto& [name, value] : decision.headers) connection.add_header(name, value);
   if (decision.action == AccessDecision::Action::refuse) {
-    send_error(connection, decision.status, decision.message, "", true);
+    connection.send(error_response(decision.status, decision.message), true);
     return false;
   }
   if (decision.action == AccessDecision::Action::answer) {
@@ -170,7 +161,7 @@ bool HttpServer::admitted(const HttpRequest& request, HttpConnection& connection
     return false;
   }
   if (request.header("range")) {  // no endpoint serves byte ranges
-    send_error(connection, 416, "byte ranges are not served", "", true);
+    connection.send(error_response(416, "byte ranges are not served"), true);
     return false;
   }
   return true;
@@ -245,12 +236,7 @@ std::shared_ptr<CompletionJob> HttpServer::start_completion(const std::string& b
   CompletionRequest request = parse_completion_request(body, options_.limits, vocab_);
   if (request.n > options_.max_clients)
     throw RequestError(400, "n: at most --max_clients (" + std::to_string(options_.max_clients) + ")", "n");
-  std::vector<int32_t> prompt;
-  try {
-    prompt = vocab_.encode(request.prompt, "prompt");
-  } catch (const UserError& e) {
-    throw RequestError(400, e.what(), "prompt");
-  }
+  std::vector<int32_t> prompt = encoded_field(vocab_, request.prompt, "prompt");
   crop_prompt(prompt, model_.config().block_size);
   const uint64_t seed = request.seed ? *request.seed : fresh_seed();
   auto job = std::make_shared<CompletionJob>(std::move(request), std::move(prompt), seed, &metrics_);
@@ -278,7 +264,6 @@ constexpr auto kClientCheck = 50ms;
 // slots at its next step) and gets nothing.
 void HttpServer::whole_completion(CompletionJob& job, json head, HttpConnection& connection) {
   std::vector<ChoiceText> choices(static_cast<std::size_t>(job.request().n));
-  std::vector<int64_t> generated(choices.size(), 0);
   std::vector<ChoiceEvent> events;
   while (job.take(events, kClientCheck)) {
     if (connection.client_gone()) {
@@ -290,24 +275,22 @@ void HttpServer::whole_completion(CompletionJob& job, json head, HttpConnection&
       c.text += e.text;
       for (TokenLogprob& l : e.logprobs) c.logprobs.push_back(std::move(l));
       if (e.finish != FinishReason::none) c.finish = e.finish;
-      generated[e.choice] = std::max(generated[e.choice], e.generated);
     }
     events.clear();
   }
   json out_choices = json::array();
-  int64_t completion_tokens = 0;
   for (std::size_t i = 0; i < choices.size(); ++i) {
     auto offset = static_cast<int64_t>(job.request().prompt.size());
     json logprobs = job.request().logprobs ? logprobs_json(choices[i].logprobs, offset) : json(nullptr);
     out_choices.push_back(choice_json(static_cast<int64_t>(i), choices[i].text, logprobs, choices[i].finish));
-    completion_tokens += generated[i];
   }
-  const auto prompt_tokens = static_cast<int64_t>(job.prompt().size());
+  // The job counts each choice's characters (stop sequences' included) as the engine made them.
+  const CompletionTimings timings = job.timings();
   head["choices"] = std::move(out_choices);
-  head["usage"] = {{"prompt_tokens", prompt_tokens},
-                   {"completion_tokens", completion_tokens},
-                   {"total_tokens", prompt_tokens + completion_tokens}};
-  head["timings"] = timings_json(job.timings());
+  head["usage"] = {{"prompt_tokens", timings.prompt_n},
+                   {"completion_tokens", timings.predicted_n},
+                   {"total_tokens", timings.prompt_n + timings.predicted_n}};
+  head["timings"] = timings_json(timings);
   send_json(connection, 200, head);
 }
 

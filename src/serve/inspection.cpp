@@ -10,6 +10,7 @@
 #include "sample/sampling.h"
 #include "sample/text_generation.h"
 #include "serve/completion_request.h"
+#include "serve/request_fields.h"
 
 namespace gpt {
 
@@ -65,11 +66,7 @@ InspectRequest parse_inspect_request(const Vocab& vocab, const std::string& body
   if (!body.contains("text") || !body["text"].is_string())
     throw RequestError(400, "text: a string is required", "text");
   InspectRequest request;
-  try {
-    request.ids = vocab.encode(body["text"].get<std::string>(), "text");
-  } catch (const UserError& e) {
-    throw RequestError(400, e.what(), "text");
-  }
+  request.ids = encoded_field(vocab, body["text"].get<std::string>(), "text");
   request.max_length = max_length;
   request.dropped = crop_prompt(request.ids, max_length);
   if (request.ids.size() < 2) throw RequestError(400, "text: at least 2 characters are needed", "text");

@@ -30,12 +30,7 @@ json tokenize(const Vocab& vocab, const std::string& body_text) {
   const std::string content = string_field(body["content"], "content");
   const bool with_pieces =
       body.contains("with_pieces") && !body["with_pieces"].is_null() && bool_field(body["with_pieces"], "with_pieces");
-  std::vector<int32_t> ids;
-  try {
-    ids = vocab.encode(content, "content");
-  } catch (const UserError& e) {
-    throw RequestError(400, e.what(), "content");
-  }
+  const std::vector<int32_t> ids = encoded_field(vocab, content, "content");
   json tokens = json::array();
   for (const int32_t id : ids)
     tokens.push_back(with_pieces ? json{{"id", id}, {"piece", piece_json(vocab.decode(id))}} : json(id));

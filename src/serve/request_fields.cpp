@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "core/check.h"
+
 namespace gpt {
 
 using nlohmann::json;
@@ -53,6 +55,14 @@ double number_field(const json& value, const std::string& field) {
 std::string string_field(const json& value, const std::string& field) {
   if (!value.is_string()) refuse_field(field, "must be a string, got " + shown(value));
   return value.get<std::string>();
+}
+
+std::vector<int32_t> encoded_field(const Vocab& vocab, const std::string& text, const std::string& field) {
+  try {
+    return vocab.encode(text, field);
+  } catch (const UserError& e) {
+    throw RequestError(400, e.what(), field);
+  }
 }
 
 bool bool_field(const json& value, const std::string& field) {

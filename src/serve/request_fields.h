@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "data/vocab.h"
 #include "serve/completion_request.h"
 
 namespace gpt {
@@ -21,6 +22,9 @@ int64_t integer_field(const nlohmann::json& value, const std::string& field, int
 double number_field(const nlohmann::json& value, const std::string& field);  // finite
 std::string string_field(const nlohmann::json& value, const std::string& field);
 bool bool_field(const nlohmann::json& value, const std::string& field);
+// A text's token ids; a character outside the vocabulary is a RequestError(400) naming it, its
+// position and the field.
+std::vector<int32_t> encoded_field(const Vocab& vocab, const std::string& text, const std::string& field);
 
 // A value for an error message: a scalar's JSON (at most 80 bytes), or "an array" / "an object".
 std::string shown(const nlohmann::json& value);
