@@ -8,6 +8,13 @@
 #   tools/bench_vs_torch.sh --training    only the training rows and the GEMMs
 #   tools/bench_vs_torch.sh --gemm        only the GEMMs
 #   ... [--rounds N]                      alternating rounds of the two best modes (default 3)
+#   ... [--max_isa avx2]                  every side capped alike: gpt GPT_MAX_ISA=avx2, OpenBLAS
+#                                         OPENBLAS_CORETYPE=Haswell, PyTorch ATEN_CPU_CAPABILITY=avx2
+#                                         and ONEDNN_MAX_CPU_ISA=AVX2 (GPT_MAX_ISA's other x86 levels too;
+#                                         default $GPT_MAX_ISA, else native: each side its own kernels)
+#   ... [--all_modes]                     also PyTorch's bfloat16 modes where the CPU under the cap
+#                                         has no native bfloat16 products (skipped otherwise: slow)
+#   ... [--smoke]                         each part at its smallest: checks the script and its labels
 # How each side's best mode is chosen and what the peers run: tools/bench_vs_torch.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
