@@ -371,6 +371,70 @@ TEST(KvCache, SequencesOfAnyLengthsShareAStepWithTheBitsOfEachAlone) {
   EXPECT_THROW(shared.append_to({0}, steps[0].data(), 6), InternalError);     // past block_size
 }
 
+// gpt serve's one forward per step: sequences taking different numbers of tokens (a prompt, one
+// new token, a re-encoded window) in one ragged append get, bit for bit, what appending each one's
+// tokens alone gives, on any thread count; with every position's logits too.
+TEST(KvCache, RaggedAppendGivesEachSequenceTheBitsOfItsTokensAlone) {
+  for (const Architecture& arch : {Architecture{}, kModernAttention}) {
+    auto model = random_model(12, true, Dtype::float32, arch);
+    const int64_t V = model->config().vocab_size;
+    const std::vector<std::vector<int32_t>> before = {{1, 2, 3, 4, 5}, {7}, {}};  // already cached
+    const std::vector<std::vector<int32_t>> fed = {{6}, {3, 4, 5, 6}, {9, 8, 7, 6, 5, 4}};
+    // Per sequence alone: the logits after its last token, and every fed position's (an append
+    // that keeps every position runs the last layer on all rows: other bits).
+    std::vector<std::vector<float>> alone_last, alone_all;
+    for (std::size_t s = 0; s < 3; ++s) {
+      const auto n = static_cast<int64_t>(fed[s].size());
+      Generator generator(*model, 2);
+      if (!before[s].empty())
+        for (const int64_t copy : {0, 1})
+          generator.append_to({copy}, before[s].data(), static_cast<int64_t>(before[s].size()));
+      const float* last = generator.append_to({0}, fed[s].data(), n);
+      alone_last.emplace_back(last, last + V);
+      alone_all.emplace_back();
+      generator.append_to({1}, fed[s].data(), n, &alone_all.back());
+    }
+    const std::vector<int64_t> order = {2, 0, 1}, counts = {6, 1, 4};
+    std::vector<int32_t> tokens;
+    for (const int64_t s : order) tokens.insert(tokens.end(), fed[s].begin(), fed[s].end());
+    for (const bool every_position : {false, true})
+      for (const int threads : {1, 2, 3}) {
+        SCOPED_TRACE(std::to_string(threads) + " threads, every position " + std::to_string(every_position));
+        Generator shared(*model, 3);
+        shared.append_to({0}, before[0].data(), 5);
+        shared.append_to({1}, before[1].data(), 1);
+        std::vector<float> all;
+        const std::vector<float> last = testing::on_threads(threads, [&] {
+          const float* logits = shared.append_ragged(order, counts, tokens.data(), every_position ? &all : nullptr);
+          return std::vector<float>(logits, logits + 3 * V);
+        });
+        int64_t row = 0;
+        for (std::size_t i = 0; i < order.size(); ++i) {
+          const auto s = static_cast<std::size_t>(order[i]);
+          const std::vector<float>& own_all = alone_all[s];
+          const std::vector<float> own_last =
+              every_position ? std::vector<float>(own_all.end() - V, own_all.end()) : alone_last[s];
+          EXPECT_EQ(std::vector<float>(last.begin() + static_cast<int64_t>(i) * V, last.begin() + (i + 1) * V),
+                    own_last)
+              << "sequence " << s;
+          if (every_position)
+            EXPECT_EQ(std::vector<float>(all.begin() + row * V, all.begin() + (row + counts[i]) * V), own_all)
+                << "sequence " << s;
+          row += counts[i];
+        }
+        EXPECT_EQ(shared.length(0), 6);
+        EXPECT_EQ(shared.length(1), 5);
+        EXPECT_EQ(shared.length(2), 6);
+      }
+  }
+  auto model = random_model(12);
+  Generator generator(*model, 2);
+  const std::vector<int32_t> tokens(13, 1);
+  EXPECT_THROW(generator.append_ragged({0, 1}, {1}, tokens.data()), InternalError);      // a count per sequence
+  EXPECT_THROW(generator.append_ragged({0, 1}, {2, 0}, tokens.data()), InternalError);   // no tokens
+  EXPECT_THROW(generator.append_ragged({0, 1}, {1, 13}, tokens.data()), InternalError);  // past block_size
+}
+
 TEST(KvCache, SampleStreamsDoNotDependOnTheBatch) {
   Rng first = sample_stream(7, 0), plain(7);
   EXPECT_EQ(first.next_u64(), plain.next_u64());  // sample 0 is the --seed stream itself

@@ -103,14 +103,17 @@ PackedMatrix packed_transpose(const Tensor& w, Dtype inputs) {
 
 }  // namespace
 
-// Activations of one append to k sequences: R = k * n rows, sequence by sequence (fewer after the
-// last layer's attention when only each sequence's last row is needed); `per_thread` buffers are
+// Activations of one append to k sequences: R rows, sequence by sequence (k after the last
+// layer's attention when only each sequence's last row is needed); `per_thread` buffers are
 // indexed by thread number.
 struct Generator::Buffers {
   int64_t threads = 1;
-  const int64_t* sequences = nullptr;  // [k] which of the batch's sequences the rows belong to
+  const int64_t* sequences = nullptr;     // [k] which of the batch's sequences the rows belong to
+  const int64_t* row_begin = nullptr;     // [k + 1] each sequence's first row; row_begin[k] = R
+  const int64_t* row_position = nullptr;  // [R] each row's position in its sequence
   int64_t k = 0;
   int64_t rows = 0, total = 0;  // R; the most cached positions of any of them after this append
+  int64_t longest = 0;          // the most rows of one sequence
   float* x = nullptr;           // [R, C] residual stream
   float* x_last = nullptr;      // [k, C] the stream after trimming to last rows
   float* linear_out[2] = {};    // [R, max(3C, c_fc's outputs, V)] each: norm_linear's outputs, alternately
@@ -119,7 +122,7 @@ struct Generator::Buffers {
   float* projected = nullptr;   // [R, C]
   float* normed = nullptr;      // per thread [R, C]
   float* stats = nullptr;       // per thread [2R]: layernorm means and 1/std
-  float* scores = nullptr;      // per thread [n, total]
+  float* scores = nullptr;      // per thread [longest, total]
 };
 
 // One thread's share of one append, as an executor of the model definition (gpt_definition.h).
@@ -140,17 +143,15 @@ class Generator::StepExecutor {
     Range cols;     // this thread's columns, when shared by columns
   };
 
-  StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, int64_t n, bool last_rows_only)
+  StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, bool last_rows_only)
       : g_(g),
         b_(b),
         tokens_(tokens),
-        n_(n),
         last_rows_only_(last_rows_only),
         C_(g.model_.config().n_embd),
         thread_(omp_get_thread_num()) {}
 
-  // The position in its sequence of row r of this append.
-  int64_t position(int64_t r) const { return g_.lengths_[b_.sequences[r / n_]] + r % n_; }
+  int64_t position(int64_t r) const { return b_.row_position[r]; }
 
   Value embed(const Tensor& wte, const Tensor& wpe) {
     const Range own = my_share(b_.rows, 1);
@@ -215,16 +216,17 @@ class Generator::StepExecutor {
   Value attention(const Value& qkv, int64_t layer) {
     wait_for(qkv);
     const GptConfig& c = g_.model_.config();
-    const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size(), n = n_;
+    const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size();
     const int64_t width = (H + 2 * KV) * hs, kv_width = KV * hs;
-    const bool trim = last_rows_only_ && layer == c.n_layer - 1 && n > 1;
-    const int64_t q0 = trim ? n - 1 : 0, nq = n - q0;
+    const bool trim = last_rows_only_ && layer == c.n_layer - 1 && b_.rows > b_.k;
     float* out = b_.attended;
-    float* scratch_scores = b_.scores + thread_ * n * b_.total;
+    float* scratch_scores = b_.scores + thread_ * b_.longest * b_.total;
     const Range items = my_share(b_.k * KV, 1);
     for (int64_t item = items.begin; item < items.end; ++item) {
       const int64_t i_seq = item / KV, kvh = item % KV, s = b_.sequences[i_seq], start = g_.lengths_[s];
-      const float* rows = qkv.data + i_seq * n * width;
+      const int64_t first = b_.row_begin[i_seq], n = b_.row_begin[i_seq + 1] - first;
+      const int64_t q0 = trim ? n - 1 : 0, out_row = trim ? i_seq : first;
+      const float* rows = qkv.data + first * width;
       float* keys = g_.keys_[layer].data() + s * c.block_size * kv_width + kvh * hs;
       float* values = g_.values_[layer].data() + s * c.block_size * kv_width + kvh * hs;
       for (int64_t i = 0; i < n; ++i) {
@@ -234,22 +236,23 @@ class Generator::StepExecutor {
       for (int64_t h = kvh * (H / KV); h < (kvh + 1) * (H / KV); ++h) {
         float* scores = g_.capture_ ? g_.captured_.data() + (layer * H + h) * n * b_.total : scratch_scores;
         head_attention(rows + q0 * width + h * hs, width, keys, values, kv_width, n, q0, start, hs,
-                       out + i_seq * nq * C_ + h * hs, C_, scores, g_.model_.matmul_dtype());
+                       out + out_row * C_ + h * hs, C_, scores, g_.model_.matmul_dtype());
       }
     }
-    return {out, b_.k * nq, Share::heads, epoch_, {}};
+    return {out, trim ? b_.k : b_.rows, Share::heads, epoch_, {}};
   }
 
   // x + act(in) W^T + b, written over x; when `in` has fewer rows than x (the last layer's last
   // rows), each sequence's last row of x is gathered into x_last on the way.
   Value residual(const Value& x, const Value& in, Activation act, const LinearWeights& linear) {
-    const int64_t rows = in.rows, stride = x.rows / in.rows;
-    float* x_out = stride > 1 ? b_.x_last : x.data;
+    const int64_t rows = in.rows;
+    const bool gather_last = rows < x.rows;
+    float* x_out = gather_last ? b_.x_last : x.data;
     const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
     const int64_t width = linear.weight.shape[1];  // act(in)'s; in's rows may be wider (gated act)
     if (by_rows(rows)) {
       wait_for(in, rows);
-      wait_for(x, stride > 1 ? -1 : rows);
+      wait_for(x, gather_last ? -1 : rows);
       const Range own = my_share(rows, 1);
       const float* input = in.data;
       if (!is_identity(act)) {
@@ -258,7 +261,7 @@ class Generator::StepExecutor {
         input = b_.activated;
       }
       rows_linear(input, own, linear.weight, packed, linear.bias.data, b_.projected);
-      add_rows(x.data, stride, own, {0, C_}, x_out);
+      add_rows(x.data, gather_last, own, {0, C_}, x_out);
       return {x_out, rows, Share::rows, epoch_, {}};
     }
     const float* input = in.data;
@@ -269,7 +272,7 @@ class Generator::StepExecutor {
     wait_for(in);
     wait_for(x);
     const Range cols = team_linear(input, rows, linear.weight, packed, linear.bias.data, b_.projected);
-    add_rows(x.data, stride, {0, rows}, cols, x_out);
+    add_rows(x.data, gather_last, {0, rows}, cols, x_out);
     return {x_out, rows, Share::columns, epoch_, cols};
   }
 
@@ -336,11 +339,11 @@ class Generator::StepExecutor {
     ++epoch_;
   }
 
-  // x_out[r][cols] = x[source row][cols] + projected[r][cols]; source row r * stride + stride - 1
-  // (each sequence's last row when trimming, r itself otherwise).
-  void add_rows(const float* x, int64_t stride, Range rows, Range cols, float* x_out) const {
+  // x_out[r][cols] = x[source row][cols] + projected[r][cols]; the source row is sequence r's
+  // last row when gathering, r itself otherwise.
+  void add_rows(const float* x, bool gather_last, Range rows, Range cols, float* x_out) const {
     for (int64_t r = rows.begin; r < rows.end; ++r) {
-      const float* source = x + (r * stride + stride - 1) * C_;
+      const float* source = x + (gather_last ? b_.row_begin[r + 1] - 1 : r) * C_;
       for (int64_t j = cols.begin; j < cols.end; ++j) x_out[r * C_ + j] = source[j] + b_.projected[r * C_ + j];
     }
   }
@@ -348,7 +351,6 @@ class Generator::StepExecutor {
   Generator& g_;
   const Buffers& b_;
   const int32_t* tokens_;
-  int64_t n_;
   bool last_rows_only_;
   int64_t C_;
   int64_t thread_;
@@ -395,39 +397,60 @@ const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<flo
   return append_to(every_sequence_, tokens, n, all_logits);
 }
 
-// Checks one append's arguments: distinct sequences of the batch, room in each one's cache, ids
-// in the vocabulary.
-void Generator::check_append(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n) {
+const float* Generator::append_to(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n,
+                                  std::vector<float>* all_logits) {
+  uniform_counts_.assign(sequences.size(), n);
+  return append_ragged(sequences, uniform_counts_, tokens, all_logits);
+}
+
+// Checks one append's arguments: distinct sequences of the batch, at least one token for each and
+// room for them in its cache, ids in the vocabulary.
+void Generator::check_append(const std::vector<int64_t>& sequences, const std::vector<int64_t>& counts,
+                             const int32_t* tokens) {
   const GptConfig& c = model_.config();
-  GPT_CHECK(!sequences.empty() && n >= 1, "an append needs at least one sequence and one token");
+  GPT_CHECK(!sequences.empty() && counts.size() == sequences.size(),
+            "an append needs at least one sequence and a token count for each");
   GPT_CHECK(!capture_ || sequences.size() == 1, "attention capture needs an append to one sequence");
   ++append_count_;
-  for (const int64_t s : sequences) {
+  int64_t rows = 0;
+  for (std::size_t i = 0; i < sequences.size(); ++i) {
+    const int64_t s = sequences[i], n = counts[i];
     GPT_CHECK(s >= 0 && s < batch_ && last_append_[s] != append_count_,
               "append to sequence " + std::to_string(s) + ": not a distinct sequence of the batch");
     last_append_[s] = append_count_;
+    GPT_CHECK(n >= 1, "append to sequence " + std::to_string(s) + ": no tokens");
     GPT_CHECK(lengths_[s] + n <= c.block_size,
               "KV cache overflow: " + std::to_string(lengths_[s] + n) + " > block_size");
+    rows += n;
   }
-  const int64_t count = static_cast<int64_t>(sequences.size()) * n;
-  for (int64_t i = 0; i < count; ++i)
+  for (int64_t i = 0; i < rows; ++i)
     GPT_CHECK(tokens[i] >= 0 && tokens[i] < c.vocab_size,
               "token id " + std::to_string(tokens[i]) + " outside the vocabulary");
 }
 
-const float* Generator::append_to(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n,
-                                  std::vector<float>* all_logits) {
-  check_append(sequences, tokens, n);
+const float* Generator::append_ragged(const std::vector<int64_t>& sequences, const std::vector<int64_t>& counts,
+                                      const int32_t* tokens, std::vector<float>* all_logits) {
+  check_append(sequences, counts, tokens);
   const GptConfig& c = model_.config();
   const int64_t k = static_cast<int64_t>(sequences.size());
-  const int64_t C = c.n_embd, V = c.vocab_size, R = k * n;
-  arena_.reset();
+  row_begin_.assign(1, 0);
+  row_position_.clear();
   Buffers b;
+  for (int64_t i = 0; i < k; ++i) {
+    const int64_t length = lengths_[sequences[i]], n = counts[i];
+    for (int64_t p = length; p < length + n; ++p) row_position_.push_back(p);
+    row_begin_.push_back(row_begin_.back() + n);
+    b.total = std::max(b.total, length + n);
+    b.longest = std::max(b.longest, n);
+  }
+  const int64_t C = c.n_embd, V = c.vocab_size, R = row_begin_.back();
+  arena_.reset();
   b.threads = omp_get_max_threads();
   b.sequences = sequences.data();
+  b.row_begin = row_begin_.data();
+  b.row_position = row_position_.data();
   b.k = k;
   b.rows = R;
-  for (const int64_t s : sequences) b.total = std::max(b.total, lengths_[s] + n);
   const int64_t hidden = c.mlp_width(), widest = std::max({3 * C, activation_input_width(c.mlp, hidden), V});
   b.x = arena_.allocate_floats(R * C);
   b.x_last = arena_.allocate_floats(k * C);
@@ -437,8 +460,8 @@ const float* Generator::append_to(const std::vector<int64_t>& sequences, const i
   b.projected = arena_.allocate_floats(R * C);
   b.normed = arena_.allocate_floats(b.threads * R * C);
   b.stats = arena_.allocate_floats(b.threads * 2 * R);
-  b.scores = arena_.allocate_floats(b.threads * n * b.total);
-  if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * n * b.total), 0.0f);
+  b.scores = arena_.allocate_floats(b.threads * b.longest * b.total);
+  if (capture_) captured_.assign(static_cast<std::size_t>(c.n_layer * c.n_head * R * b.total), 0.0f);
 
   // Only each sequence's last position feeds the next token: unless every position's logits or
   // attention are wanted, the last layer runs attention, the MLP and the head for that row only.
@@ -446,15 +469,14 @@ const float* Generator::append_to(const std::vector<int64_t>& sequences, const i
   const float* logits = nullptr;
 #pragma omp parallel num_threads(static_cast <int>(b.threads))
   {
-    StepExecutor executor(*this, b, tokens, n, last_rows_only);
+    StepExecutor executor(*this, b, tokens, last_rows_only);
     const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);
     if (omp_get_thread_num() == 0) logits = out.data;
   }
-  for (const int64_t s : sequences) lengths_[s] += n;
+  for (int64_t i = 0; i < k; ++i) lengths_[sequences[i]] += counts[i];
 
-  const int64_t logit_rows_per_sequence = last_rows_only ? 1 : n;
   for (int64_t i = 0; i < k; ++i) {
-    const float* last = logits + ((i + 1) * logit_rows_per_sequence - 1) * V;
+    const float* last = logits + (last_rows_only ? i : row_begin_[i + 1] - 1) * V;
     std::copy(last, last + V, last_logits_.begin() + i * V);
   }
   if (all_logits) all_logits->assign(logits, logits + R * V);

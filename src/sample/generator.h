@@ -40,6 +40,13 @@ class Generator {
   // step; what a sequence gets is the same whichever others share it (see linear_tile).
   const float* append_to(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n,
                          std::vector<float>* all_logits = nullptr);
+  // A ragged append: sequences[i] takes counts[i] tokens (>= 1), all in one forward; tokens holds
+  // them sequence after sequence. Returns the logits [k, V] after each one's last new token
+  // (all_logits: every new position's, [sum of counts, V]). What each sequence gets is what an
+  // append of its tokens alone gives, bit for bit (gpt serve's step: one new token for most
+  // sequences, a prompt or a moved window for some).
+  const float* append_ragged(const std::vector<int64_t>& sequences, const std::vector<int64_t>& counts,
+                             const int32_t* tokens, std::vector<float>* all_logits = nullptr);
   void reset();
   void reset(int64_t sequence) { lengths_.at(static_cast<std::size_t>(sequence)) = 0; }
   // Makes sequence `to` a copy of sequence `from`: its cached keys and values and its length (a
@@ -68,12 +75,15 @@ class Generator {
   Arena arena_;
   std::vector<AlignedBuffer<float>> keys_, values_;  // per layer, [batch, block_size, n_kv_head * hs]
   std::vector<PackedMatrix> packed_;                 // W^T of every linear, by LinearWeights::index
-  void check_append(const std::vector<int64_t>& sequences, const int32_t* tokens, int64_t n);
+  void check_append(const std::vector<int64_t>& sequences, const std::vector<int64_t>& counts, const int32_t* tokens);
 
   std::vector<float> last_logits_;
   std::vector<int64_t> lengths_;         // per sequence: positions cached
   std::vector<int64_t> every_sequence_;  // 0 .. batch-1
   std::vector<int64_t> last_append_;     // per sequence: the append_count_ it last took part in
+  std::vector<int64_t> uniform_counts_;  // append_to's counts, reused
+  std::vector<int64_t> row_begin_;       // per sequence of an append: its first row; then the row count
+  std::vector<int64_t> row_position_;    // per row of an append: its position in its sequence
   int64_t append_count_ = 0;
   bool capture_ = false;
   std::vector<float> captured_;
