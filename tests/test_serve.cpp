@@ -768,6 +768,100 @@ TEST(BatchEngine, NChoicesShareOneRunOfTheirPrompt) {
   EXPECT_EQ(engine.load().prompt_rows, 7) << "the prompt ran once per choice, not once per request";
 }
 
+// A whole completion's thread waits for the end, not for each event: wait_finished ignores the
+// events before the last, and take() still gets every one of them afterwards.
+TEST(CompletionJob, WaitFinishedReturnsAtTheLastEventOnly) {
+  const Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  CompletionRequest request = parse_completion_request(json({{"prompt", "ab"}, {"n", 2}}).dump(), {}, vocab);
+  CompletionJob job(std::move(request), vocab.encode("ab", "prompt"), 1);
+  job.publish({0, "x", {}, FinishReason::none, 1});
+  job.publish({1, "y", {}, FinishReason::length, 1});
+  EXPECT_FALSE(job.wait_finished(20ms));
+  std::thread last([&] {
+    std::this_thread::sleep_for(30ms);
+    job.publish({0, "z", {}, FinishReason::stop, 2});
+  });
+  const auto begin = std::chrono::steady_clock::now();
+  EXPECT_TRUE(job.wait_finished(5s));
+  EXPECT_GE(std::chrono::steady_clock::now() - begin, 25ms);
+  last.join();
+  std::vector<ChoiceEvent> events;
+  EXPECT_TRUE(job.take(events, 0ms));
+  EXPECT_FALSE(job.take(events, 0ms));
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_TRUE(events.back().last);
+}
+
+// Runs `requests` (prompt, n, seed) in one engine, all admitted in the same step (a task holds the
+// engine until every one is queued); returns each request's choices' texts.
+std::vector<std::vector<std::string>> run_together(
+    BatchEngine& engine, const Vocab& vocab, const std::vector<std::tuple<std::string, int64_t, uint64_t>>& requests,
+    int64_t max_tokens) {
+  std::promise<void> entered, release;
+  std::thread holder([&] {
+    engine.run([&] {
+      entered.set_value();
+      release.get_future().wait();
+    });
+  });
+  entered.get_future().wait();
+  std::vector<std::shared_ptr<CompletionJob>> jobs;
+  for (const auto& [prompt, n, seed] : requests) {
+    CompletionRequest request =
+        parse_completion_request(json({{"prompt", prompt}, {"max_tokens", max_tokens}, {"n", n}}).dump(), {}, vocab);
+    jobs.push_back(std::make_shared<CompletionJob>(std::move(request), vocab.encode(prompt, "prompt"), seed));
+    engine.submit(jobs.back());
+  }
+  release.set_value();
+  holder.join();
+  std::vector<std::vector<std::string>> texts;
+  for (const auto& job : jobs) {
+    texts.emplace_back(static_cast<std::size_t>(job->request().n));
+    std::vector<ChoiceEvent> events;
+    for (bool more = true; more;) {
+      events.clear();
+      more = job->take(events, 1s);
+      for (const ChoiceEvent& e : events) texts.back()[e.choice] += e.text;
+    }
+  }
+  return texts;
+}
+
+// One forward per engine step: requests whose prompts differ in length, admitted together, run
+// their prompts in the first step and their characters and moved windows (context_shift: at
+// different steps for each) together after it, each with gpt sample's bits. Under a step_rows of
+// one row, the prompts go one per step (short texts: no window moves to queue up too).
+TEST(BatchEngine, EveryStepIsOneForwardOfEverySlotsRows) {
+  std::unique_ptr<Gpt> model = random_model(16);
+  const Vocab vocab = Vocab::from_code_points(std::vector<char32_t>(kSymbols.begin(), kSymbols.end()));
+  struct Case {
+    int64_t step_rows, max_tokens, forwards;
+    std::vector<std::tuple<std::string, int64_t, uint64_t>> requests;  // prompt, n, seed
+  };
+  const std::vector<Case> cases = {{512, 40, 40, {{"hello, ", 2, 5}, {"ab", 1, 6}, {"hello. hello, ab", 1, 7}}},
+                                   {1, 9, 9 + 2, {{"hello, ", 2, 5}, {"ab", 1, 6}, {"abc", 1, 7}}}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("step_rows " + std::to_string(c.step_rows));
+    GenerationSettings settings;
+    settings.max_new_tokens = c.max_tokens;
+    settings.context_shift = 5;
+    EngineOptions options;
+    options.slots = 4;
+    options.context_shift = settings.context_shift;
+    options.step_rows = c.step_rows;
+    BatchEngine engine(*model, vocab, options);
+    const auto texts = run_together(engine, vocab, c.requests, c.max_tokens);
+    int64_t prompt_rows = 0;
+    for (std::size_t r = 0; r < c.requests.size(); ++r) {
+      const auto& [prompt, n, seed] = c.requests[r];
+      EXPECT_EQ(texts[r], sample_texts(*model, vocab, prompt, n, seed, settings)) << "request " << r;
+      prompt_rows += static_cast<int64_t>(prompt.size());
+    }
+    EXPECT_EQ(engine.load().forwards, c.forwards);
+    EXPECT_EQ(engine.load().prompt_rows, prompt_rows);
+  }
+}
+
 // A flood of /inspect (threads posting in a loop) shares the engine with a running stream: at most
 // one inspection between two steps, so the stream keeps receiving characters, and the characters
 // are the ones it gets alone (inspections run on a sequence of the engine's Generator of their own).

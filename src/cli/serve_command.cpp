@@ -52,6 +52,7 @@ void validate(const ServeCommandOptions& o, int64_t block_size) {
         "--max_connections must be in [2 x --max_clients + 2, 65536]: every generating and waiting "
         "client holds a connection, and /health needs one more");
   if (o.serve.limits.max_tokens < 1) throw UserError("--max_tokens must be >= 1");
+  if (o.serve.step_rows < 1 || o.serve.step_rows > 65536) throw UserError("--step_rows must be in [1, 65536]");
   if (o.serve.context_shift < 0 || o.serve.context_shift > block_size)
     throw UserError("--context_shift must be in [0, block_size = " + std::to_string(block_size) + "] (0 = exact)");
   if (!o.api_key_file.empty() && !o.serve.access.api_key.empty())
@@ -129,6 +130,10 @@ Command add_serve_command(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max_connections", s.max_connections,
                   "connections open at once (one thread each); one more is answered 503 at once")
+      ->capture_default_str();
+  sub->add_option("--step_rows", s.step_rows,
+                  "prompt and re-encoded window characters one step runs beside the new characters (llama-server's "
+                  "n_batch); each is run whole, at least one per step")
       ->capture_default_str();
   sub->add_option("--max_tokens", s.limits.max_tokens, "the most characters one choice may ask for")
       ->capture_default_str();

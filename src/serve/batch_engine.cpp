@@ -27,6 +27,8 @@ struct BatchEngine::Slot {
   std::deque<TokenLogprob> held;          // the log-probabilities of the tokens whose text `stops` holds
   Utf8Repair utf8;                        // byte vocabularies: text goes out as UTF-8
   int64_t feed_begin = 0, feed_size = 0;  // the tokens the next step feeds
+  bool runs_prompt = false;               // its feed is its request's prompt, for all its choices
+  bool awaits_prompt = false;             // another slot runs the prompt; its cache is copied here
 };
 
 struct BatchEngine::Task {
@@ -41,7 +43,7 @@ BatchEngine::BatchEngine(Gpt& model, const Vocab& vocab, EngineOptions options)
       options_(options),
       generator_(model, options.slots + 1),
       inspector_(model, generator_, options.slots, options.max_inspect_attention) {
-  GPT_CHECK(options.slots >= 1 && options.max_waiting >= 0, "engine sizes");
+  GPT_CHECK(options.slots >= 1 && options.max_waiting >= 0 && options.step_rows >= 1, "engine sizes");
   for (int64_t s = 0; s < options.slots; ++s) slots_.push_back(std::make_unique<Slot>());
   log_probs_.resize(static_cast<std::size_t>(model.config().vocab_size));
   order_.resize(log_probs_.size());
@@ -94,7 +96,7 @@ void BatchEngine::shutdown() {
 
 BatchEngine::Load BatchEngine::load() const {
   std::lock_guard lock(mutex_);
-  return {busy_slots_, options_.slots, static_cast<int64_t>(waiting_.size()), prompt_rows_};
+  return {busy_slots_, options_.slots, static_cast<int64_t>(waiting_.size()), forwards_, prompt_rows_};
 }
 
 // Under mutex_.
@@ -159,12 +161,12 @@ void BatchEngine::admit_waiting() {
       busy_slots_ += n;
     }
     const CompletionRequest& request = job->request();
-    feed_slots_.clear();
-    for (int64_t s = 0; s < options_.slots && static_cast<int64_t>(feed_slots_.size()) < request.n; ++s) {
+    int64_t leader = -1;
+    for (int64_t s = 0, choice = 0; s < options_.slots && choice < request.n; ++s) {
       Slot& slot = *slots_[s];
       if (slot.job) continue;
       slot.job = job;
-      slot.choice = static_cast<int64_t>(feed_slots_.size());
+      slot.choice = choice++;
       slot.rng = sample_stream(job->seed(), slot.choice);
       slot.sampler.emplace(request.sampling);
       slot.tokens = job->prompt();
@@ -175,68 +177,81 @@ void BatchEngine::admit_waiting() {
       slot.utf8 = Utf8Repair();
       slot.feed_begin = 0;
       slot.feed_size = static_cast<int64_t>(slot.tokens.size());
+      slot.runs_prompt = leader < 0;
+      slot.awaits_prompt = leader >= 0;
+      if (leader < 0) leader = s;
       generator_.reset(s);
-      feed_slots_.push_back(s);
+      if (request.max_tokens == 0) finish(slot, FinishReason::length, {});
     }
-    if (request.max_tokens == 0) {
-      for (const int64_t s : feed_slots_) finish(*slots_[s], FinishReason::length, {});
-      continue;
-    }
-    const std::vector<int64_t> admitted = feed_slots_;
-    prefill(admitted, job->prompt());
   }
 }
 
-// A request's choices share its prompt: it runs once, for the first slot, whose keys and values
-// are then copied to the others' caches; each draws its first character from the same logits with
-// its own random stream. The same bits as running it in every slot (a row's arithmetic does not
-// depend on the rows beside it: Generator::append_to).
-void BatchEngine::prefill(const std::vector<int64_t>& slots, const std::vector<int32_t>& prompt) {
-  const auto n = static_cast<int64_t>(prompt.size());
-  const float* logits = generator_.append_to({slots.front()}, prompt.data(), n);
-  for (std::size_t i = 1; i < slots.size(); ++i) generator_.copy_sequence(slots.front(), slots[i]);
+// Whether slot s runs in this step; counts the prompt and window rows it adds to long_rows. The
+// first prompt or window always goes, others while they fit in step_rows.
+bool BatchEngine::takes_part(int64_t s, int64_t& long_rows) {
+  Slot& slot = *slots_[s];
+  if (!slot.job) return false;
+  if (slot.job->cancelled()) {
+    finish(slot, FinishReason::stop, {});
+    return false;
+  }
+  if (slot.awaits_prompt) return false;
+  if (slot.feed_size == 1) return true;
+  if (long_rows > 0 && long_rows + slot.feed_size > options_.step_rows) return false;
+  long_rows += slot.feed_size;
+  return true;
+}
+
+// One forward for every busy slot's pending rows. The search for prompts and windows to run
+// starts after the last slot that took one, so every slot gets its turn under step_rows.
+void BatchEngine::step() {
+  feed_slots_.clear();
+  feed_counts_.clear();
+  feed_tokens_.clear();
+  int64_t long_rows = 0, last_long = -1;
+  for (int64_t i = 0; i < options_.slots; ++i) {
+    const int64_t s = (first_slot_ + i) % options_.slots;
+    if (!takes_part(s, long_rows)) continue;
+    const Slot& slot = *slots_[s];
+    if (slot.feed_size > 1) last_long = s;
+    feed_slots_.push_back(s);
+    feed_counts_.push_back(slot.feed_size);
+    feed_tokens_.insert(feed_tokens_.end(), slot.tokens.begin() + slot.feed_begin,
+                        slot.tokens.begin() + slot.feed_begin + slot.feed_size);
+  }
+  if (feed_slots_.empty()) return;
+  if (last_long >= 0) first_slot_ = (last_long + 1) % options_.slots;
+  const float* logits = generator_.append_ragged(feed_slots_, feed_counts_, feed_tokens_.data());
   {
     std::lock_guard lock(mutex_);
-    prompt_rows_ += n;
+    ++forwards_;
   }
-  for (const int64_t s : slots) after_logits(s, logits);
-}
-
-// One token (or one moved window) for every busy slot, in as few forwards as there are feed sizes.
-void BatchEngine::step() {
-  std::vector<std::pair<int64_t, int64_t>>& by_size = feed_order_;  // (feed size, slot)
-  by_size.clear();
-  for (int64_t s = 0; s < options_.slots; ++s) {
-    Slot& slot = *slots_[s];
-    if (!slot.job) continue;
-    if (slot.job->cancelled()) {
-      finish(slot, FinishReason::stop, {});
-      continue;
-    }
-    by_size.emplace_back(slot.feed_size, s);
-  }
-  std::sort(by_size.begin(), by_size.end());
-  for (std::size_t begin = 0; begin < by_size.size();) {
-    std::size_t end = begin;
-    feed_group_.clear();
-    while (end < by_size.size() && by_size[end].first == by_size[begin].first)
-      feed_group_.push_back(by_size[end++].second);
-    feed(feed_group_, by_size[begin].first);
-    begin = end;
-  }
-}
-
-void BatchEngine::feed(const std::vector<int64_t>& slots, int64_t n) {
-  feed_tokens_.clear();
-  for (const int64_t s : slots) {
-    const Slot& slot = *slots_[s];
-    GPT_CHECK(slot.feed_size == n, "a feed group of one size");
-    feed_tokens_.insert(feed_tokens_.end(), slot.tokens.begin() + slot.feed_begin,
-                        slot.tokens.begin() + slot.feed_begin + n);
-  }
-  const float* logits = generator_.append_to(slots, feed_tokens_.data(), n);
   const int64_t V = model_.config().vocab_size;
-  for (std::size_t i = 0; i < slots.size(); ++i) after_logits(slots[i], logits + static_cast<int64_t>(i) * V);
+  for (std::size_t i = 0; i < feed_slots_.size(); ++i) {
+    const float* own = logits + static_cast<int64_t>(i) * V;
+    if (slots_[feed_slots_[i]]->runs_prompt) share_prompt(feed_slots_[i], own);
+    after_logits(feed_slots_[i], own);
+  }
+}
+
+// The leader of a request's choices has run its prompt: the others get a copy of its keys and
+// values and draw their first character from the same logits with their own random streams (the
+// bits of running the prompt in every slot: a row's arithmetic does not depend on the rows beside
+// it). Before the leader draws: a moved window would reset its cache.
+void BatchEngine::share_prompt(int64_t leader, const float* logits) {
+  Slot& slot = *slots_[leader];
+  slot.runs_prompt = false;
+  {
+    std::lock_guard lock(mutex_);
+    prompt_rows_ += slot.feed_size;
+  }
+  for (int64_t s = 0; s < options_.slots; ++s) {
+    Slot& other = *slots_[s];
+    if (other.job != slot.job || !other.awaits_prompt) continue;
+    other.awaits_prompt = false;
+    generator_.copy_sequence(leader, s);
+    after_logits(s, logits);
+  }
 }
 
 TokenLogprob BatchEngine::token_logprob(const std::string& text, int32_t token, const float* logits, int64_t top) {

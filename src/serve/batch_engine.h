@@ -1,12 +1,14 @@
 // The one thread that runs the model for a server: continuous batching over a fixed number of
 // slots, like llama-server's. Each choice of each request holds a slot (a sequence of one
 // Generator, with its own KV cache, position and random stream) from its prompt to its last
-// character. Every step feeds each busy slot its next token in one batched forward, whatever
-// the slots' lengths; a slot whose context window moved (past block_size) is re-encoded in the
-// same step with the others that moved by as much. Requests that do not fit wait in order; more
-// than `max_waiting` waiting is a 503. What a choice generates depends only on its request and
-// seed, never on which other requests share its steps (see Generator::append_to). A request's n
-// choices share one run of its prompt: the first slot's keys and values are copied to the others.
+// character. A step is one forward (Generator::append_ragged) of every busy slot's pending rows:
+// its next character, or a new request's prompt, or a window re-encoded after it moved past
+// block_size. Prompts and windows are run whole (a prompt cut in two would not give gpt sample's
+// bits), at most `step_rows` of their rows per step beyond the first one, so that a burst of new
+// requests delays the running ones by a bounded amount. Requests that do not fit wait in order;
+// more than `max_waiting` waiting is a 503. What a choice generates depends only on its request
+// and seed, never on which other requests share its steps. A request's n choices share one run
+// of its prompt: the first slot's keys and values are copied to the others.
 // Other model work (/inspect) runs on the same thread, at most one task between two steps, so a
 // stream of it slows completions by a bounded amount but cannot stop them.
 //
@@ -41,6 +43,7 @@ struct EngineOptions {
   int64_t slots = 32;
   int64_t max_waiting = 32;
   int64_t context_shift = 0;                             // as gpt sample's: 0 = exact
+  int64_t step_rows = 512;                               // prompt and window rows in one step (see above)
   int64_t max_inspect_attention = kMaxInspectAttention;  // attention weights in one /inspect answer
 };
 
@@ -65,6 +68,7 @@ class BatchEngine {
 
   struct Load {
     int64_t busy_slots = 0, slots = 0, waiting = 0;
+    int64_t forwards = 0;     // steps run so far: one forward each
     int64_t prompt_rows = 0;  // prompt characters run through the model so far (a request's n choices: once)
   };
   Load load() const;
@@ -77,8 +81,8 @@ class BatchEngine {
   void admit_waiting();
   void step();
   void run_task(Task& task);
-  void prefill(const std::vector<int64_t>& slots, const std::vector<int32_t>& prompt);
-  void feed(const std::vector<int64_t>& slots, int64_t n);
+  bool takes_part(int64_t slot_index, int64_t& long_rows);
+  void share_prompt(int64_t leader, const float* logits);
   void after_logits(int64_t slot_index, const float* logits);
   TokenLogprob token_logprob(const std::string& text, int32_t token, const float* logits, int64_t top);
   void publish(Slot& slot, const StopMatcher::Released& released, FinishReason finish);
@@ -95,8 +99,8 @@ class BatchEngine {
   std::vector<double> log_probs_;  // [V]
   std::vector<int32_t> order_;     // [V]
   std::vector<int32_t> feed_tokens_;
-  std::vector<int64_t> feed_slots_, feed_group_;
-  std::vector<std::pair<int64_t, int64_t>> feed_order_;
+  std::vector<int64_t> feed_slots_, feed_counts_;
+  int64_t first_slot_ = 0;  // where the next step starts looking for prompts and windows to run
 
   mutable std::mutex mutex_;  // guards what follows
   std::condition_variable wake_;
@@ -104,6 +108,7 @@ class BatchEngine {
   std::deque<Task*> tasks_;
   int64_t busy_slots_ = 0;
   int64_t prompt_rows_ = 0;
+  int64_t forwards_ = 0;
   bool stopping_ = false;
 
   std::thread thread_;

@@ -26,6 +26,7 @@ CompletionJob::CompletionJob(CompletionRequest request, std::vector<int32_t> pro
       generated_(static_cast<std::size_t>(request_.n), 0) {}
 
 void CompletionJob::publish(ChoiceEvent event) {
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     const Clock::time_point now = Clock::now();
@@ -39,9 +40,10 @@ void CompletionJob::publish(ChoiceEvent event) {
     // Counted before the client can see the end: a client that then asks /metrics finds it.
     event.last = event.finish != FinishReason::none && --open_choices_ == 0;
     if (event.last && metrics_) metrics_->record(timings_locked());
+    wake = taking_ || event.last;
     events_.push_back(std::move(event));
   }
-  ready_.notify_all();
+  if (wake) ready_.notify_all();
 }
 
 CompletionTimings CompletionJob::timings() const {
@@ -62,11 +64,18 @@ CompletionTimings CompletionJob::timings_locked() const {
 
 bool CompletionJob::take(std::vector<ChoiceEvent>& out, std::chrono::milliseconds timeout) {
   std::unique_lock lock(mutex_);
+  taking_ = true;
   ready_.wait_for(lock, timeout, [&] { return !events_.empty() || open_choices_ == 0; });
+  taking_ = false;
   const bool more = open_choices_ > 0 || !events_.empty();
   for (ChoiceEvent& e : events_) out.push_back(std::move(e));
   events_.clear();
   return more;
+}
+
+bool CompletionJob::wait_finished(std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mutex_);
+  return ready_.wait_for(lock, timeout, [&] { return open_choices_ == 0; });
 }
 
 }  // namespace gpt

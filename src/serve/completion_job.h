@@ -54,6 +54,9 @@ class CompletionJob {
   // Client side: waits up to `timeout` for events and appends them to `out`; false once every
   // choice has finished and all its events were taken.
   bool take(std::vector<ChoiceEvent>& out, std::chrono::milliseconds timeout);
+  // Waits up to `timeout` for every choice to finish; whether they have. Not woken by the events
+  // before the last (a whole completion's thread sleeps while its text is generated).
+  bool wait_finished(std::chrono::milliseconds timeout);
   void cancel() { cancelled_ = true; }
   bool cancelled() const { return cancelled_; }
   // Complete once take() has returned false.
@@ -69,6 +72,7 @@ class CompletionJob {
   mutable std::mutex mutex_;
   std::condition_variable ready_;
   std::vector<ChoiceEvent> events_;
+  bool taking_ = false;  // a take() waits: every event wakes it
   int64_t open_choices_;
   std::vector<int64_t> generated_;  // [n] each choice's tokens so far
   using Clock = std::chrono::steady_clock;

@@ -93,7 +93,7 @@ HttpServer::HttpServer(Gpt& model, const Vocab& vocab, ServeOptions options)
       vocab_(vocab),
       options_(std::move(options)),
       access_(options_.access),
-      engine_(model, vocab, {options_.max_clients, options_.max_clients, options_.context_shift}),
+      engine_(model, vocab, {options_.max_clients, options_.max_clients, options_.context_shift, options_.step_rows}),
       listener_({options_.access.host,
                  options_.port,
                  options_.max_connections,
@@ -259,17 +259,22 @@ void HttpServer::complete(const HttpRequest& request, HttpConnection& connection
 
 // How often a completion waiting for its next events looks whether its client is still there.
 constexpr auto kClientCheck = 50ms;
+// A stream's writes are at least this far apart: what the steps between them release goes out
+// in one write. With a write per step, every stream's thread would wake for each character and
+// take a core from the model's threads in the middle of their step.
+constexpr auto kStreamInterval = 10ms;
 
 // Collected whole, then sent; a client that leaves meanwhile cancels it (the engine frees its
 // slots at its next step) and gets nothing.
 void HttpServer::whole_completion(CompletionJob& job, json head, HttpConnection& connection) {
-  std::vector<ChoiceText> choices(static_cast<std::size_t>(job.request().n));
-  std::vector<ChoiceEvent> events;
-  while (job.take(events, kClientCheck)) {
+  while (!job.wait_finished(kClientCheck))
     if (connection.client_gone()) {
       job.cancel();
       return;
     }
+  std::vector<ChoiceText> choices(static_cast<std::size_t>(job.request().n));
+  std::vector<ChoiceEvent> events;
+  while (job.take(events, kClientCheck)) {
     for (ChoiceEvent& e : events) {
       ChoiceText& c = choices[static_cast<std::size_t>(e.choice)];
       c.text += e.text;
@@ -327,6 +332,7 @@ void HttpServer::stream_completion(CompletionJob& job, const json& head, HttpCon
       job.cancel();
       return;
     }
+    if (more) std::this_thread::sleep_for(kStreamInterval);
   }
   if (connection.send_chunk("data: [DONE]\n\n")) connection.finish_stream();
 }

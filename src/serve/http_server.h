@@ -32,6 +32,7 @@ struct ServeOptions {
   int64_t max_clients = 32;       // choices generating at once; as many more may wait
   int64_t max_connections = 256;  // open at once; one more is answered 503
   int64_t context_shift = 0;
+  int64_t step_rows = EngineOptions{}.step_rows;  // prompt and window rows per engine step
   ServeLimits limits;
   std::string model_id;    // what /v1/models calls the model
   std::string model_path;  // the checkpoint file, for /props
