@@ -352,13 +352,23 @@ TEST(Gemm, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
       Dtype::float32, {{64, 384, 128}, {7, 65, 300}, {130, 33, 513}, {13, 130, 40}, {9, 70, 1101}});
 }
 
+// The one-row path on every kernel: the bits of the portable kernel's dot products, in pieces of
+// any size (whole blocks of 8 rows, whose lanes the SIMD kernels add up 8 rows at a time, and a
+// remainder of rows and of k).
 TEST(Gemm, SerialRowTimesTransposedIsTheOneRowGemmOnEveryKernel) {
-  for (const char* kernel : gemm_kernels(Dtype::float32))
+  const std::vector<const char*> kernels = gemm_kernels(Dtype::float32);
+  for (const char* kernel : kernels)
     for (const Case c : {Case{1, 65, 128}, Case{1, 384, 37}, Case{1, 9, 3}}) {
       SCOPED_TRACE(describe(kernel, c, 0, 1, 1));
-      const ForcedKernelScope forced(Dtype::float32, kernel);
       auto a = random_vector(c.K, 15), B = random_vector(c.N * c.K, 16), C0 = random_vector(c.N, 17);
+      std::vector<float> portable;
+      {
+        const ForcedKernelScope forced(Dtype::float32, kernels.back());
+        portable = run(false, true, c, a, B, C0, true);
+      }
+      const ForcedKernelScope forced(Dtype::float32, kernel);
       const auto expected = run(false, true, c, a, B, C0, true);
+      ASSERT_TRUE(same_bits(expected, portable));
       auto pieces = C0;
       for (int64_t j = 0; j < c.N; j += 8)  // any split gives the same bits
         row_times_transposed_serial(std::min<int64_t>(8, c.N - j), c.K, a.data(), B.data() + j * c.K, c.K,

@@ -24,6 +24,7 @@
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/softmax_row.h"
+#include "kernels/weighted_rows.h"
 #include "same_bits.h"
 
 namespace gpt {
@@ -156,6 +157,29 @@ TEST(SoftmaxRow, AgainFromItsStatsGivesTheSameBitsOnEveryInstructionSet) {
         ASSERT_TRUE(same_bits(again, plain)) << vector_isa_name(isa) << " n " << n << " width " << width;
       }
   }
+}
+
+// One query's attention output while sampling: every path gives the plain loop's bits (a product,
+// then a sum, in row order), at widths that end mid-vector and with rows apart by a stride.
+TEST(WeightedRowSum, EveryInstructionSetGivesTheLoopsBits) {
+  for (int64_t width : {1, 7, 16, 32, 33, 64})
+    for (int64_t rows : {1, 5, 64}) {
+      const int64_t ldx = width + 3;
+      const std::vector<float> weights = random_row(rows, static_cast<uint64_t>(rows), 1.0f);
+      const std::vector<float> x = random_row(rows * ldx, static_cast<uint64_t>(width), 3.0f);
+      std::vector<float> expected(static_cast<std::size_t>(width), 0.0f);
+      for (int64_t j = 0; j < rows; ++j)
+        for (int64_t d = 0; d < width; ++d) {
+          const float term = weights[j] * x[j * ldx + d];
+          expected[d] = expected[d] + term;
+        }
+      for (VectorIsa isa : supported_isas()) {
+        const ForcedVectorIsaScope forced(isa);
+        std::vector<float> out(static_cast<std::size_t>(width), -1.0f);
+        weighted_row_sum(rows, width, weights.data(), x.data(), ldx, out.data());
+        ASSERT_TRUE(same_bits(out, expected)) << vector_isa_name(isa) << " width " << width << " rows " << rows;
+      }
+    }
 }
 
 TEST(Layernorm, EveryInstructionSetGivesTheSameBits) {

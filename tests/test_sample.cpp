@@ -417,9 +417,10 @@ TEST(KvCache, RaggedAppendGivesEachSequenceTheBitsOfItsTokensAlone) {
           EXPECT_EQ(std::vector<float>(last.begin() + static_cast<int64_t>(i) * V, last.begin() + (i + 1) * V),
                     own_last)
               << "sequence " << s;
-          if (every_position)
+          if (every_position) {
             EXPECT_EQ(std::vector<float>(all.begin() + row * V, all.begin() + (row + counts[i]) * V), own_all)
                 << "sequence " << s;
+          }
           row += counts[i];
         }
         EXPECT_EQ(shared.length(0), 6);

@@ -13,6 +13,7 @@
 #include "kernels/rope.h"
 #include "kernels/softcap.h"
 #include "kernels/softmax_row.h"
+#include "kernels/weighted_rows.h"
 #include "model/gpt_definition.h"
 
 namespace gpt {
@@ -84,14 +85,7 @@ void head_attention(const float* q, int64_t q_stride, const float* keys, const f
     float* row = scores + i * total;
     if (!batched) row_times_transposed_serial(visible, hs, q + i * q_stride, keys, kv_stride, row, false);
     softmax_row(row, visible, total, scale);
-    if (!batched) {
-      float* o = out + i * out_stride;
-      for (int64_t d = 0; d < hs; ++d) o[d] = 0.0f;
-      for (int64_t j = 0; j < visible; ++j) {
-        const float* v = values + j * kv_stride;
-        for (int64_t d = 0; d < hs; ++d) o[d] += row[j] * v[d];
-      }
-    }
+    if (!batched) weighted_row_sum(visible, hs, row, values, kv_stride, out + i * out_stride);
   }
   if (batched) gemm(false, false, nq, hs, total, scores, total, values, kv_stride, out, out_stride, false, inputs);
 }

@@ -63,6 +63,22 @@ GPT_TARGET_AVX2_FMA void pack_b(int64_t NR, bool trans_b, const float* B, int64_
 
 bool supported() { return cpu_features().avx2 && cpu_features().fma; }
 
+// reduce_lanes of eight rows' lanes at once, the same additions in the same tree: row r's result
+// in element r. The halves' sums first (lanes l + l+4, rows i and i+4 in one register), then
+// (l0+l4)+(l2+l6) beside (l1+l5)+(l3+l7), then their sum.
+GPT_TARGET_AVX2_FMA __m256 reduce_eight_rows(const __m256* acc) {
+  __m256 halves[4];
+  for (int i = 0; i < 4; ++i)
+    halves[i] = _mm256_add_ps(_mm256_permute2f128_ps(acc[i], acc[i + 4], 0x20),
+                              _mm256_permute2f128_ps(acc[i], acc[i + 4], 0x31));
+  __m256 pairs[2];
+  for (int i = 0; i < 2; ++i)
+    pairs[i] = _mm256_add_ps(_mm256_shuffle_ps(halves[2 * i], halves[2 * i + 1], _MM_SHUFFLE(1, 0, 1, 0)),
+                             _mm256_shuffle_ps(halves[2 * i], halves[2 * i + 1], _MM_SHUFFLE(3, 2, 3, 2)));
+  return _mm256_add_ps(_mm256_shuffle_ps(pairs[0], pairs[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                       _mm256_shuffle_ps(pairs[0], pairs[1], _MM_SHUFFLE(3, 1, 3, 1)));
+}
+
 }  // namespace
 
 // Eight outputs at a time so their FMA chains overlap; the lanes of kernels/gemm/portable.cpp.
@@ -78,6 +94,10 @@ GPT_TARGET_AVX2_FMA void row_dots_avx2(const float* a, const float* B, int64_t l
       const __m256 av = _mm256_loadu_ps(a + k);
       for (int r = 0; r < kRows; ++r)
         if (r < n) acc[r] = _mm256_fmadd_ps(_mm256_loadu_ps(B + (j0 + r) * ldb + k), av, acc[r]);
+    }
+    if (n == kRows && k == K) {
+      _mm256_storeu_ps(out + j0, reduce_eight_rows(acc));
+      continue;
     }
     for (int r = 0; r < n; ++r) {
       alignas(32) float lanes[kDotLanes];
