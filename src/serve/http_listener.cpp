@@ -4,10 +4,15 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <spdlog/spdlog.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <optional>
 #include <system_error>
 #include <thread>
 
@@ -57,6 +62,86 @@ int listening_socket(const std::string& host, int port) {
   ::freeaddrinfo(found);
   return fd;
 }
+
+// Whether accept4 failed for this one connection only (gone before it was taken, a network error
+// Linux reports on it, a firewall's refusal, a signal): the next one may well succeed.
+bool failed_for_this_connection(int error) {
+  switch (error) {
+    case EAGAIN:
+#if EWOULDBLOCK != EAGAIN
+    case EWOULDBLOCK:
+#endif
+    case EINTR:
+    case ECONNABORTED:
+    case EPROTO:
+    case EPERM:
+    case ENETDOWN:
+    case ENOPROTOOPT:
+    case EHOSTDOWN:
+    case ENONET:
+    case EHOSTUNREACH:
+    case EOPNOTSUPP:
+    case ENETUNREACH:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Why accept4 fails for every connection for now, and what would help.
+std::string shortage_text(int error, int64_t max_connections) {
+  if (error == EMFILE) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_NOFILE, &limit);
+    return "too many open files (this process may open " + std::to_string(limit.rlim_cur) +
+           "): raise `ulimit -n` or lower --max_connections (" + std::to_string(max_connections) + ")";
+  }
+  if (error == ENFILE)
+    return "too many open files in the system: raise the sysctl fs.file-max or lower --max_connections";
+  if (error == ENOBUFS || error == ENOMEM) return "out of memory for sockets";
+  return "accepting connections fails: " + std::error_code(error, std::generic_category()).message();
+}
+
+// After a failure that is not the connection's own (out of descriptors or memory), accept4 fails
+// at once again, and the connection it could not take stays queued, so poll() wakes at once too:
+// retrying at once spins a core until a descriptor is freed. As nginx does (it stops accepting
+// for accept_mutex_delay, 500 ms), we wait instead, 10 ms doubling to 1 s, until one succeeds;
+// the clients wait in the backlog meanwhile. One warning when a shortage begins, at most one a
+// minute: a server at its limit frees a descriptor and runs short again with every connection.
+class AcceptBackoff {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // The pause before the next try.
+  std::chrono::milliseconds after_failure(int error, int64_t max_connections) {
+    const Clock::time_point now = Clock::now();
+    if (failures_++ == 0) {
+      began_ = now;
+      warned_ = !last_warning_ || now - *last_warning_ >= std::chrono::minutes(1);
+      if (warned_) {
+        last_warning_ = now;
+        spdlog::warn("{}; new connections wait until accepting succeeds again", shortage_text(error, max_connections));
+      }
+    }
+    pause_ = std::clamp(pause_ * 2, std::chrono::milliseconds(10), std::chrono::milliseconds(1000));
+    return pause_;
+  }
+
+  void after_success() {
+    if (failures_ > 0 && warned_)
+      spdlog::info("accepting connections again, after {:.1f} s and {} failed tries",
+                   std::chrono::duration<double>(Clock::now() - began_).count(), failures_);
+    failures_ = 0;
+    pause_ = std::chrono::milliseconds(0);
+  }
+
+ private:
+  int64_t failures_ = 0;  // in a row: 0 when the last try succeeded
+  std::chrono::milliseconds pause_{0};
+  Clock::time_point began_;
+  bool warned_ = false;  // this shortage's start was logged
+  std::optional<Clock::time_point> last_warning_;
+};
 
 }  // namespace
 
@@ -109,6 +194,7 @@ void HttpListener::refuse_over_limit(int fd) const {
 }
 
 void HttpListener::run(const std::function<void(HttpConnection&)>& serve) {
+  AcceptBackoff backoff;
   for (;;) {
     pollfd fds[2] = {{listen_fd_, POLLIN, 0}, {stop_pipe_[0], POLLIN, 0}};
     if (::poll(fds, 2, -1) < 0 && errno != EINTR) break;
@@ -117,7 +203,15 @@ void HttpListener::run(const std::function<void(HttpConnection&)>& serve) {
     sockaddr_storage address{};
     socklen_t size = sizeof address;
     const int fd = ::accept4(listen_fd_, reinterpret_cast<sockaddr*>(&address), &size, SOCK_CLOEXEC);
-    if (fd < 0) continue;  // gone before it was accepted, or out of descriptors for now
+    if (fd < 0) {
+      const int error = errno;
+      if (!failed_for_this_connection(error)) {
+        pollfd stopped = {stop_pipe_[0], POLLIN, 0};  // the pause ends early on stop(): the loop then returns
+        ::poll(&stopped, 1, static_cast<int>(backoff.after_failure(error, options_.max_connections).count()));
+      }
+      continue;
+    }
+    backoff.after_success();
     {
       std::lock_guard lock(mutex_);
       if (open_ >= options_.max_connections) {

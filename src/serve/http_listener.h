@@ -1,7 +1,8 @@
 // The listening socket of `gpt serve`: accepts connections and serves each on a thread of its
 // own, so a slow or idle client holds only its own. At most `max_connections` are open at once;
 // a connection beyond that is answered 503 at once and closed, whatever it was going to ask.
-// stop() wakes every waiting connection; run() returns when all of them have ended.
+// stop() wakes every waiting connection; run() returns when all of them have ended. Out of
+// descriptors or socket memory, it pauses between tries (10 ms to 1 s) instead of spinning.
 #pragma once
 
 #include <condition_variable>
