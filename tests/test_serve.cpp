@@ -1421,6 +1421,18 @@ TEST(ServeCommand, KeyFromAFileAndSigtermAsSoonAsTheAddressIsPrinted) {
 
 // The binary: `gpt serve` prints its address, answers as `gpt sample` does, and on SIGTERM ends a
 // running stream properly and exits 0.
+// --step_rows bounds the prompt rows of one step: 0 could never run a prompt, so it is refused
+// as a usage error naming the flag.
+TEST(ServeCommand, StepRowsOutsideItsRangeIsAUsageError) {
+  testing::ScratchDir dir;
+  const std::string out = tiny_run(dir, 4);
+  for (const char* rows : {"0", "65537"}) {
+    const testing::CommandResult r = testing::run_gpt("serve --out_dir " + out + " --step_rows " + rows);
+    EXPECT_EQ(r.exit_code, 2) << r.output;
+    EXPECT_NE(r.output.find("--step_rows must be in [1, 65536]"), std::string::npos) << r.output;
+  }
+}
+
 TEST(ServeCommand, AnswersAsSampleDoesAndStopsCleanlyOnSigterm) {
   using testing::ChildProcess, testing::ScratchDir, testing::run_gpt;
   ScratchDir dir;
