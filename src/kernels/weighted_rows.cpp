@@ -28,8 +28,7 @@ GPT_TARGET_AVX2 void weighted_row_sum_avx2(int64_t rows, int64_t width, const fl
   weighted_row_sum_body(rows, width, weights, x, ldx, out);
 }
 #elif GPT_AARCH64
-void weighted_row_sum_neon(int64_t rows, int64_t width, const float* weights, const float* x, int64_t ldx,
-                           float* out) {
+void weighted_row_sum_neon(int64_t rows, int64_t width, const float* weights, const float* x, int64_t ldx, float* out) {
   weighted_row_sum_body(rows, width, weights, x, ldx, out);
 }
 #endif
