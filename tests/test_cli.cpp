@@ -266,6 +266,19 @@ TEST_F(Cli, DtypeAutoIsBfloat16WhereTheCpuMultipliesItNatively) {
             std::string::npos)
       << resumed.output;
   EXPECT_EQ(SafetensorsReader::open(dir.file("out/resume.safetensors")).metadata("dtype"), "float32");
+
+  // A bfloat16 run of the other arithmetic (as if trained on another machine), resumed under
+  // "auto", takes this machine's fastest instead of keeping the recorded one.
+  const std::string fastest = bf16_arithmetic_name(fastest_bf16_arithmetic());
+  const std::string other = fastest == "tiles" ? "sequential" : "tiles";
+  ASSERT_EQ(
+      run_gpt("train --config " + tiny() + " --dtype bfloat16 --max_iters 4 --bf16_arithmetic " + other).exit_code, 0);
+  const CommandResult switched = run_gpt("train --config " + tiny() + " --dtype auto --init_from resume --max_iters 8");
+  ASSERT_EQ(switched.exit_code, 0) << switched.output;
+  EXPECT_NE(switched.output.find("dtype auto: resuming with the \"" + fastest + "\" bfloat16 arithmetic"),
+            std::string::npos)
+      << switched.output;
+  EXPECT_EQ(SafetensorsReader::open(dir.file("out/resume.safetensors")).metadata("bf16_arithmetic"), fastest);
 }
 
 // The export holds the Linear weights in BF16 and samples, with the bfloat16 products it
