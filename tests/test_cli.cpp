@@ -210,10 +210,75 @@ TEST_F(Cli, Bfloat16TrainsAndTheCheckpointKeepsItsDtype) {
   ASSERT_EQ(own.exit_code, 0) << own.output;
   EXPECT_EQ(own.output, bf16.output);
   EXPECT_NE(own.output, f32.output);
-  expect_error("train --config " + tiny() + " --dtype float16", 2, {"dtype", "\"float32\" or \"bfloat16\""});
-  expect_error("sample " + out + " --dtype half", 2, {"--dtype must be \"float32\" or \"bfloat16\""});
+  expect_error("train --config " + tiny() + " --dtype float16", 2,
+               {"dtype", "\"float32\", \"bfloat16\" or \"auto\", got \"float16\""});
+  expect_error("sample " + out + " --dtype half", 2, {"--dtype must be \"float32\", \"bfloat16\" or \"auto\""});
   expect_error("train --config " + tiny() + " --dtype bfloat16 --bf16_arithmetic fast", 2,
                {"bf16_arithmetic", "\"auto\", \"sequential\" or \"tiles\""});
+}
+
+// dtype "auto" under GPT_MAX_ISA=avx2: no native bfloat16 products, so float32, logged with the
+// reason and recorded as what ran (the checkpoints, config.json, gpt bench --json); eval's --dtype
+// auto follows the same rule.
+TEST_F(Cli, DtypeAutoIsFloat32UnderAnAvx2CapAndSaysWhy) {
+  const std::string cap = "GPT_MAX_ISA=avx2";
+  const CommandResult train = run_gpt("train --config " + tiny() + " --dtype auto", false, cap);
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("dtype auto: float32 (no native bfloat16 products under GPT_MAX_ISA=avx2)"),
+            std::string::npos)
+      << train.output;
+  EXPECT_NE(train.output.find("matrix products: float32"), std::string::npos) << train.output;
+  for (const char* file : {"model.safetensors", "resume.safetensors"})
+    EXPECT_EQ(SafetensorsReader::open(dir.file("out/") + file).metadata("dtype"), "float32") << file;
+  EXPECT_EQ(nlohmann::json::parse(read_text(dir.file("out/config.json")))["dtype"], "float32");
+
+  const std::string eval = "eval --out_dir " + dir.file("out") + " --data " + corpus + " --json";
+  const CommandResult automatic = run_gpt(eval + " --dtype auto", true, cap);
+  ASSERT_EQ(automatic.exit_code, 0) << automatic.output;
+  EXPECT_EQ(automatic.output, run_gpt(eval + " --dtype float32", true, cap).output);
+  EXPECT_NE(automatic.output, run_gpt(eval + " --dtype bfloat16", true, cap).output);
+
+  const CommandResult bench =
+      run_gpt("bench --config " + tiny() + " --dtype auto --iters 1 --warmup 0 --peak_gflops 1 --json", true, cap);
+  ASSERT_EQ(bench.exit_code, 0) << bench.output;
+  EXPECT_EQ(nlohmann::json::parse(bench.output)["dtype"], "float32");
+}
+
+// Uncapped, on a CPU that multiplies bfloat16 natively (AVX512_BF16 faster than its FMAs, or AMX),
+// dtype "auto" is bfloat16; resumed under a cap that leaves no native products, the run continues
+// in float32, says so, and its checkpoint records float32.
+TEST_F(Cli, DtypeAutoIsBfloat16WhereTheCpuMultipliesItNatively) {
+  if (!runs_amx_tiles(cpu_features()) && !vdpbf16ps_outruns_fmas())
+    GTEST_SKIP() << "this CPU does not multiply bfloat16 natively";
+  const CommandResult train = run_gpt("train --config " + tiny() + " --dtype auto --max_iters 10");
+  ASSERT_EQ(train.exit_code, 0) << train.output;
+  EXPECT_NE(train.output.find("dtype auto: bfloat16 (this CPU multiplies bfloat16 natively: "), std::string::npos)
+      << train.output;
+  EXPECT_EQ(SafetensorsReader::open(dir.file("out/resume.safetensors")).metadata("dtype"), "bfloat16");
+  const std::string eval = "eval --out_dir " + dir.file("out") + " --data " + corpus + " --json";
+  EXPECT_EQ(run_gpt(eval + " --dtype auto", true).output, run_gpt(eval + " --dtype bfloat16", true).output);
+
+  const CommandResult resumed = run_gpt("train --config " + tiny() + " --dtype auto --init_from resume --max_iters 20",
+                                        false, "GPT_MAX_ISA=avx2");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("was trained with bfloat16 matrix products; the run continues with float32 ones "
+                                "(dtype auto on this machine)"),
+            std::string::npos)
+      << resumed.output;
+  EXPECT_EQ(SafetensorsReader::open(dir.file("out/resume.safetensors")).metadata("dtype"), "float32");
+
+  // A bfloat16 run of the other arithmetic (as if trained on another machine), resumed under
+  // "auto", takes this machine's fastest instead of keeping the recorded one.
+  const std::string fastest = bf16_arithmetic_name(fastest_bf16_arithmetic());
+  const std::string other = fastest == "tiles" ? "sequential" : "tiles";
+  ASSERT_EQ(
+      run_gpt("train --config " + tiny() + " --dtype bfloat16 --max_iters 4 --bf16_arithmetic " + other).exit_code, 0);
+  const CommandResult switched = run_gpt("train --config " + tiny() + " --dtype auto --init_from resume --max_iters 8");
+  ASSERT_EQ(switched.exit_code, 0) << switched.output;
+  EXPECT_NE(switched.output.find("dtype auto: resuming with the \"" + fastest + "\" bfloat16 arithmetic"),
+            std::string::npos)
+      << switched.output;
+  EXPECT_EQ(SafetensorsReader::open(dir.file("out/resume.safetensors")).metadata("bf16_arithmetic"), fastest);
 }
 
 // The export holds the Linear weights in BF16 and samples, with the bfloat16 products it

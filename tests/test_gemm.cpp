@@ -900,5 +900,55 @@ TEST(GemmTiles, PrepackedMatrixAndColumnSharesGiveGemmBitsOnEveryKernel) {
                                            {{64, 384, 128}, {7, 65, 301}, {9, 70, 1101}, {1, 130, 40}});
 }
 
+// dtype "auto": bfloat16 exactly where the products of the run's bfloat16 arithmetic run on
+// bfloat16 instructions (AMX, or a VDPBF16PS faster than the FMAs), float32 elsewhere, and a cap
+// counts as the CPU it leaves. A pure function of the features, so every case runs on any machine.
+TEST(AutoDtype, BfloatSixteenOnlyWhereTheCpuMultipliesItNatively) {
+  const CpuFeatures zen3{.avx2 = true, .fma = true};
+  const CpuFeatures zen5{.avx2 = true, .fma = true, .avx512f = true, .avx512dq = true, .avx512bf16 = true};
+  CpuFeatures sapphire_rapids = zen5;
+  sapphire_rapids.amx_bf16 = true;
+  const CpuFeatures graviton{.neon = true};
+  const auto choose = [](const CpuFeatures& features, bool vdpbf16ps_fast,
+                         Bf16Arithmetic arithmetic = Bf16Arithmetic::automatic,
+                         std::optional<MaxIsa> cap = std::nullopt) {
+    return choose_auto_dtype(cap ? capped(features, *cap) : features, arithmetic, vdpbf16ps_fast, cap);
+  };
+  const AutoDtype on_zen5 = choose(zen5, true);
+  EXPECT_EQ(on_zen5.dtype, Dtype::bfloat16);
+  EXPECT_EQ(on_zen5.reason, "this CPU multiplies bfloat16 natively: avx512_bf16");
+  EXPECT_EQ(choose(zen5, true, Bf16Arithmetic::sequential).dtype, Dtype::bfloat16);
+  const AutoDtype slow_pairs = choose(zen5, false);
+  EXPECT_EQ(slow_pairs.dtype, Dtype::float32);
+  EXPECT_NE(slow_pairs.reason.find("VDPBF16PS measured slower"), std::string::npos) << slow_pairs.reason;
+  // Tiles without AMX would be emulated: no native products, however fast VDPBF16PS is.
+  EXPECT_EQ(choose(zen5, true, Bf16Arithmetic::tiles).dtype, Dtype::float32);
+
+  const AutoDtype on_amx = choose(sapphire_rapids, false);
+  EXPECT_EQ(on_amx.dtype, Dtype::bfloat16);
+  EXPECT_EQ(on_amx.reason, "this CPU multiplies bfloat16 natively: amx");
+  EXPECT_EQ(choose(sapphire_rapids, false, Bf16Arithmetic::sequential).dtype, Dtype::float32);
+  EXPECT_EQ(choose(sapphire_rapids, false, Bf16Arithmetic::automatic, MaxIsa::amx).dtype, Dtype::bfloat16);
+  const AutoDtype below_amx = choose(sapphire_rapids, false, Bf16Arithmetic::automatic, MaxIsa::avx512_bf16);
+  EXPECT_EQ(below_amx.dtype, Dtype::float32);
+  EXPECT_NE(below_amx.reason.find("under GPT_MAX_ISA=avx512_bf16"), std::string::npos) << below_amx.reason;
+
+  for (const MaxIsa cap : {MaxIsa::portable, MaxIsa::avx2, MaxIsa::avx512})
+    for (const CpuFeatures& cpu : {zen5, sapphire_rapids}) {
+      const AutoDtype chosen = choose(cpu, true, Bf16Arithmetic::automatic, cap);
+      EXPECT_EQ(chosen.dtype, Dtype::float32) << max_isa_name(cap);
+      EXPECT_EQ(chosen.reason, std::string("no native bfloat16 products under GPT_MAX_ISA=") + max_isa_name(cap));
+    }
+  EXPECT_EQ(choose(zen5, true, Bf16Arithmetic::automatic, MaxIsa::avx512_bf16).dtype, Dtype::bfloat16);
+
+  const AutoDtype on_zen3 = choose(zen3, false);
+  EXPECT_EQ(on_zen3.dtype, Dtype::float32);
+  EXPECT_EQ(on_zen3.reason, "no native bfloat16 products on this CPU (no AVX512_BF16 or AMX)");
+  const AutoDtype on_arm = choose(graviton, false);
+  EXPECT_EQ(on_arm.dtype, Dtype::float32);
+  EXPECT_NE(on_arm.reason.find("NEON"), std::string::npos) << on_arm.reason;
+  EXPECT_EQ(choose(CpuFeatures{}, false).dtype, Dtype::float32);
+}
+
 }  // namespace
 }  // namespace gpt

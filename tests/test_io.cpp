@@ -180,6 +180,21 @@ TEST(ConfigLoader, DefaultsOverridesAndNearestKey) {
   EXPECT_EQ(o.model.dropout, 0.0);
 }
 
+// "dtype": "auto" is a setting of its own, kept as written until a run resolves it; the Dtypes
+// parse as themselves, anything else is no setting.
+TEST(ConfigLoader, DtypeAutoIsASettingUntilTheRunResolvesIt) {
+  const TrainConfig c = parse_train_config(R"({"data_path": "x.txt", "dtype": "auto"})", "c.json");
+  EXPECT_EQ(c.dtype, DtypeSetting::automatic);
+  EXPECT_EQ(to_json(c)["dtype"], "auto");
+  EXPECT_THROW(c.matmul_dtype(), InternalError);
+  EXPECT_EQ(parse_dtype_setting("bfloat16"), DtypeSetting::bfloat16);
+  EXPECT_EQ(parse_dtype_setting("float32"), DtypeSetting::float32);
+  EXPECT_EQ(parse_dtype_setting("Auto"), std::nullopt);
+  EXPECT_EQ(fixed_dtype(DtypeSetting::automatic), std::nullopt);
+  EXPECT_EQ(parse_train_config(R"({"data_path": "x.txt", "dtype": "bfloat16"})", "c.json").matmul_dtype(),
+            Dtype::bfloat16);
+}
+
 // Each number's range is declared with its key (in the key's terms: durations in hours), its
 // defaults lie inside, and a value outside is refused from a file or a flag, naming the key.
 TEST(ConfigLoader, EveryNumericKeyHasARangeItsDefaultIsIn) {

@@ -107,7 +107,7 @@ TEST_F(Training, Bfloat16RunIsThreadIndependentTracksFloat32AndIsRecorded) {
   run_training(c, nullptr);
   const LoggedRun float32 = read_metrics(c.out_dir);
   EXPECT_EQ(load_model(c.out_dir).model->matmul_dtype(), Dtype::float32);
-  c.dtype = Dtype::bfloat16;
+  c.dtype = DtypeSetting::bfloat16;
   omp_set_num_threads(1);
   run_training(c, nullptr);
   const LoggedRun one = read_metrics(c.out_dir);
@@ -128,7 +128,7 @@ TEST_F(Training, TilesArithmeticHasItsOwnBitsAndAResumeKeepsIt) {
   const testing::ThreadCount restore;
   TrainConfig c = tiny_config(dir, corpus);
   c.max_iters = c.lr_decay_iters = 10;
-  c.dtype = Dtype::bfloat16;
+  c.dtype = DtypeSetting::bfloat16;
   c.bf16_arithmetic = Bf16Arithmetic::sequential;
   run_training(c, nullptr);
   const LoggedRun sequential = read_metrics(c.out_dir);

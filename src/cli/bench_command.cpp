@@ -22,6 +22,7 @@
 #include "kernels/fma_probe.h"
 #include "kernels/gemm.h"
 #include "train/lr_schedule.h"
+#include "train/run_setup.h"
 #include "train/train_step.h"
 
 namespace gpt {
@@ -47,16 +48,18 @@ double peak_rss_mib() {
 #endif
 }
 
-int run_bench(BenchOptions& options) {
+int run_bench(BenchOptions& options, const World& world) {
   setup_logging(options.json);
   if (options.iters < 1 || options.warmup < 0) throw UserError("--iters must be >= 1 and --warmup >= 0");
-  const TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
+  TrainConfig config = load_train_config(options.config_path, options.config_flags.given());
   set_thread_count(config.threads);
+  resolve_dtype(config, world, config.bf16_arithmetic);
+  const Dtype dtype = config.matmul_dtype();
   const Dataset data = Dataset::open(config.corpus(), config.cache_dir);
   data.check_fits(config.model.block_size, false);
   Gpt model(config.model_config(data.vocab().size()));
   model.init_weights(static_cast<uint64_t>(config.seed));
-  model.set_matmul_dtype(config.dtype);
+  model.set_matmul_dtype(dtype);
   set_bf16_arithmetic(config.bf16_arithmetic);
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
   LocalGradientSync sync;
@@ -79,15 +82,15 @@ int run_bench(BenchOptions& options) {
       static_cast<double>(settings.batch_size * settings.block_size * settings.accumulation_steps);
   const double tokens_per_s = tokens_per_iter / (median * 1e-3);
   const double gflops = model.flops_per_token() * tokens_per_s * 1e-9;
-  const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_peak_gflops(config.dtype);
+  const double peak = options.peak_gflops > 0 ? options.peak_gflops : measure_peak_gflops(dtype);
   const double mfu = peak > 0 ? gflops / peak : 0;
   const double rss = peak_rss_mib();
   if (options.json) {
     const std::optional<MaxIsa> cap = max_isa_setting().cap;
     nlohmann::ordered_json j = {{"config", options.config_path},
                                 {"threads", omp_get_max_threads()},
-                                {"dtype", dtype_name(config.dtype)},
-                                {"kernel", gemm_kernel_name(config.dtype)},
+                                {"dtype", dtype_name(dtype)},
+                                {"kernel", gemm_kernel_name(dtype)},
                                 {"max_isa", cap ? nlohmann::json(max_isa_name(*cap)) : nlohmann::json()},
                                 {"parameters", model.params().parameter_count()},
                                 {"iters", options.iters},
@@ -103,12 +106,11 @@ int run_bench(BenchOptions& options) {
   } else {
     std::printf("%s: %lld parameters, %d threads, %s\n", options.config_path.c_str(),
                 static_cast<long long>(model.params().parameter_count()), omp_get_max_threads(),
-                describe_matmul(config.dtype).c_str());
+                describe_matmul(dtype).c_str());
     std::printf("median %.2f ms/iter (min %.2f) over %lld iterations, %.0f tokens/s\n", median, ms.front(),
                 static_cast<long long>(options.iters), tokens_per_s);
     std::printf("%.1f GFLOP/s = %.1f%% MFU of a %.1f GFLOP/s %s peak; arena %.1f MiB, peak RSS %.0f MiB\n", gflops,
-                100 * mfu, peak, dtype_name(config.dtype), static_cast<double>(arena.high_water_bytes()) / (1 << 20),
-                rss);
+                100 * mfu, peak, dtype_name(dtype), static_cast<double>(arena.high_water_bytes()) / (1 << 20), rss);
   }
   return 0;
 }
@@ -125,7 +127,7 @@ Command add_bench_command(CLI::App& app) {
                   "peak GFLOP/s for MFU (default: measured by a probe of the dtype's instruction)");
   sub->add_flag("--json", options->json, "print one JSON object");
   add_config_flags(sub, options->config_flags);
-  return {sub, [options](const World&) { return run_bench(*options); }};
+  return {sub, [options](const World& world) { return run_bench(*options, world); }};
 }
 
 }  // namespace gpt

@@ -30,6 +30,9 @@ struct CpuFeatures {
   bool amx_bf16 = false;
   bool neon = false;  // aarch64's Advanced SIMD (every aarch64 CPU has it)
 };
+// Whether AMX's bfloat16 tiles run here: the tiles and the AVX512_BF16 their packing uses, which
+// comes with AMX-BF16 on every CPU so far (checked all the same).
+inline bool runs_amx_tiles(const CpuFeatures& features) { return features.amx_bf16 && features.avx512bf16; }
 // What this process may use: the CPU's features less those above GPT_MAX_ISA's cap, so every
 // kernel choice, on every thread, sees the capped CPU.
 const CpuFeatures& cpu_features();

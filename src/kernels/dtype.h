@@ -17,6 +17,30 @@ inline std::optional<Dtype> parse_dtype(std::string_view name) {
   return std::nullopt;
 }
 
+// The `dtype` a run is given: a Dtype, or "auto", which the run resolves once, at its start, to
+// bfloat16 where this CPU multiplies bfloat16 natively and float32 elsewhere (auto_dtype in
+// kernels/gemm.h), so that nothing past the start sees "auto".
+enum class DtypeSetting { automatic, float32, bfloat16 };
+
+inline DtypeSetting dtype_setting(Dtype dtype) {
+  return dtype == Dtype::bfloat16 ? DtypeSetting::bfloat16 : DtypeSetting::float32;
+}
+// The Dtype a setting names; none for "auto".
+inline std::optional<Dtype> fixed_dtype(DtypeSetting setting) {
+  if (setting == DtypeSetting::automatic) return std::nullopt;
+  return setting == DtypeSetting::bfloat16 ? Dtype::bfloat16 : Dtype::float32;
+}
+inline const char* dtype_setting_name(DtypeSetting setting) {
+  const std::optional<Dtype> dtype = fixed_dtype(setting);
+  return dtype ? dtype_name(*dtype) : "auto";
+}
+inline std::optional<DtypeSetting> parse_dtype_setting(std::string_view name) {
+  if (name == "auto") return DtypeSetting::automatic;
+  if (const std::optional<Dtype> dtype = parse_dtype(name)) return dtype_setting(*dtype);
+  return std::nullopt;
+}
+inline constexpr const char* kDtypeSettingNames = "\"float32\", \"bfloat16\" or \"auto\"";
+
 // How a bfloat16 product sums, each a numeric family of its own with its own bits:
 //   sequential  every output a chain of fused multiply-adds in k order (VDPBF16PS, or float32
 //               FMAs on rounded inputs: kernels/bfloat16.h);

@@ -23,10 +23,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/aligned_buffer.h"
+#include "kernels/cpu_features.h"
 #include "kernels/dtype.h"
 
 namespace gpt {
@@ -103,6 +105,24 @@ inline constexpr const char* kPortableAmxKernel = "portable-amx-bf16";
 Bf16Arithmetic fastest_bf16_arithmetic();
 Bf16Arithmetic bf16_arithmetic();
 void set_bf16_arithmetic(Bf16Arithmetic arithmetic);
+// Whether this CPU's VDPBF16PS outruns its FMAs (measured once: on Zen 5 it does twice the
+// multiply-adds; on Sapphire Rapids half), so that sequential bfloat16 products run on it; false
+// without AVX512_BF16 (or above GPT_MAX_ISA's cap).
+bool vdpbf16ps_outruns_fmas();
+// What a run's "dtype": "auto" becomes, and why, in words for its log.
+struct AutoDtype {
+  Dtype dtype;
+  std::string reason;
+};
+// The rule, for any CPU's (capped) features: bfloat16 where the bfloat16 products of `arithmetic`
+// (automatic: the fastest, tiles where AMX runs) run on bfloat16 instructions, AMX's TDPBF16PS
+// for tiles or VDPBF16PS for sequential where it outruns the FMAs; float32 elsewhere, where they
+// would be float32 FMAs on rounded inputs (or AMX emulated): no faster, and less precise. `cap`
+// is only named in the reason. aarch64 has none: its NEON kernels have no bfloat16 products.
+AutoDtype choose_auto_dtype(const CpuFeatures& features, Bf16Arithmetic arithmetic, bool vdpbf16ps_outruns_fmas,
+                            std::optional<MaxIsa> cap);
+// The rule on this process's CPU as GPT_MAX_ISA caps it (measuring VDPBF16PS once where it exists).
+AutoDtype auto_dtype(Bf16Arithmetic arithmetic);
 // Whether bfloat16 products run on VDPBF16PS now (else on FMAs).
 bool gemm_bfloat16_uses_vdpbf16ps();
 

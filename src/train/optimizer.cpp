@@ -123,7 +123,7 @@ std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore&
     return std::make_unique<Muon>(
         params,
         MuonSettings{config.muon_lr, config.muon_momentum, config.learning_rate,
-                     AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, config.dtype},
+                     AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, config.matmul_dtype()},
         shard);
   if (config.optimizer == OptimizerKind::lion)
     return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay},

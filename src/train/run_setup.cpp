@@ -74,7 +74,10 @@ void open_out_dir(const std::string& out_dir) {
 class RunSetup {
  public:
   RunSetup(const TrainConfig& config, const World& world, const std::atomic<int>* stop_signal)
-      : world_(world), stop_signal_(stop_signal), kind_(config.init_from.kind) {
+      : world_(world),
+        stop_signal_(stop_signal),
+        kind_(config.init_from.kind),
+        dtype_auto_(config.dtype == DtypeSetting::automatic) {
     parts_.config = config;
   }
 
@@ -93,6 +96,8 @@ class RunSetup {
     // AMX (a process without would emulate it, many times slower), else the sequential one.
     const bool tiles_everywhere = world_.min(fastest_bf16_arithmetic() == Bf16Arithmetic::tiles ? 1 : 0) == 1;
     common_fastest_ = tiles_everywhere ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
+    TrainConfig& c = parts_.config;
+    resolve_dtype(c, world_, c.bf16_arithmetic == Bf16Arithmetic::automatic ? common_fastest_ : c.bf16_arithmetic);
     run_agreeing(world_, [&] {
       if (!world_.is_root()) open_data();
       set_up_locally(continued);
@@ -170,12 +175,21 @@ class RunSetup {
   }
 
   // A resumed bfloat16 run under "auto" continues with the arithmetic it was trained with, so its
-  // bits continue too (emulated, slowly, when it was AMX's and this machine has none).
+  // bits continue too (emulated, slowly, when it was AMX's and this machine has none). Under dtype
+  // "auto" the run asked for this machine's fastest products instead: it takes them.
   void keep_recorded_arithmetic(Bf16Arithmetic recorded) {
     TrainConfig& c = parts_.config;
-    if (c.dtype != Dtype::bfloat16 || c.bf16_arithmetic != Bf16Arithmetic::automatic ||
+    if (c.dtype != DtypeSetting::bfloat16 || c.bf16_arithmetic != Bf16Arithmetic::automatic ||
         recorded == Bf16Arithmetic::automatic)
       return;
+    if (dtype_auto_) {
+      if (world_.is_root() && recorded != common_fastest_)
+        spdlog::info(
+            "dtype auto: resuming with the \"{}\" bfloat16 arithmetic, the fastest here, where the run "
+            "was trained with \"{}\": the bits differ from here on",
+            bf16_arithmetic_name(common_fastest_), bf16_arithmetic_name(recorded));
+      return;
+    }
     c.bf16_arithmetic = recorded;
     if (!world_.is_root() || recorded == common_fastest_) return;
     const char* emulated =
@@ -196,8 +210,8 @@ class RunSetup {
     if (kind_ == InitKind::checkpoint && world_.is_root())
       copy_values(model.params().data(), base_->model->params().data(),
                   static_cast<int64_t>(model.params().padded_floats()));
-    model.set_matmul_dtype(c.dtype);
-    if (c.dtype == Dtype::bfloat16)
+    model.set_matmul_dtype(c.matmul_dtype());
+    if (c.matmul_dtype() == Dtype::bfloat16)
       set_bf16_arithmetic(c.bf16_arithmetic == Bf16Arithmetic::automatic ? common_fastest_ : c.bf16_arithmetic);
     if (world_.distributed())
       parts_.sync = std::make_unique<DataParallelSync>(world_, model.params(), c.zero_stage == 1);
@@ -212,6 +226,10 @@ class RunSetup {
   void load_checkpoint() {
     const LoadedModel& loaded = *base_;
     check_resume_matches(loaded.model->config(), parts_.config.model, loaded.path);
+    const Dtype trained = loaded.model->matmul_dtype(), now = parts_.config.matmul_dtype();
+    if (trained != now)
+      spdlog::info("{} was trained with {} matrix products; the run continues with {} ones{}", loaded.path,
+                   dtype_name(trained), dtype_name(now), dtype_auto_ ? " (dtype auto on this machine)" : "");
     ParamStore& params = parts_.model->params();
     std::memcpy(params.data(), loaded.model->params().data(), params.padded_floats() * sizeof(float));
     Optimizer& optimizer = *parts_.optimizer;
@@ -228,6 +246,7 @@ class RunSetup {
   Bf16Arithmetic common_fastest_ = Bf16Arithmetic::sequential;  // what "auto" means on every process
   const std::atomic<int>* stop_signal_;
   const InitKind kind_;
+  const bool dtype_auto_;  // the config's dtype was "auto" (parts_.config's is resolved)
   RunParts parts_;
   std::unique_ptr<LoadedModel> base_;          // rank 0, during setup: the checkpoint the run continues
   std::vector<AlignedBuffer<float>> resumed_;  // rank 0, resume: the whole optimizer state loaded
@@ -235,6 +254,15 @@ class RunSetup {
 };
 
 }  // namespace
+
+void resolve_dtype(TrainConfig& config, const World& world, Bf16Arithmetic arithmetic) {
+  if (config.dtype != DtypeSetting::automatic) return;
+  AutoDtype chosen = auto_dtype(arithmetic);
+  if (world.min(chosen.dtype == Dtype::bfloat16 ? 1 : 0) == 0 && chosen.dtype == Dtype::bfloat16)
+    chosen = {Dtype::float32, "the CPUs of some processes have no native bfloat16 products"};
+  config.dtype = dtype_setting(chosen.dtype);
+  if (world.is_root()) spdlog::info("dtype auto: {} ({})", dtype_name(chosen.dtype), chosen.reason);
+}
 
 RunParts set_up_run(const TrainConfig& config, const World& world, const std::atomic<int>* stop_signal) {
   return RunSetup(config, world, stop_signal).run();

@@ -27,6 +27,11 @@ struct RunParts {
   bool resumed() const { return config.init_from.kind == InitKind::resume; }
 };
 
+// "dtype": "auto" resolved to the Dtype the run multiplies in, the same on every process of `world`:
+// bfloat16 only where each one's bfloat16 products of `arithmetic` run natively (auto_dtype in
+// kernels/gemm.h). Rank 0 logs the choice and why. Any other dtype is left as it is.
+void resolve_dtype(TrainConfig& config, const World& world, Bf16Arithmetic arithmetic);
+
 // `stop_signal` (may be null) interrupts the preparation of a text corpus.
 RunParts set_up_run(const TrainConfig& config, const World& world, const std::atomic<int>* stop_signal);
 

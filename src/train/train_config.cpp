@@ -125,6 +125,12 @@ GptConfig TrainConfig::model_config(int64_t vocab_size) const {
   return c;
 }
 
+Dtype TrainConfig::matmul_dtype() const {
+  const std::optional<Dtype> fixed = fixed_dtype(dtype);
+  GPT_CHECK(fixed.has_value(), "dtype \"auto\" used before the run resolved it");
+  return *fixed;
+}
+
 namespace {
 
 // Where the keys' ranges end, and why. Counts of iterations: far past any run (max_time's
@@ -278,8 +284,10 @@ std::vector<ConfigKey> system_keys() {
       {"check_replicas", &field<&C::check_replicas>,
        "under mpirun: after every step, check that all processes hold the same weights"},
       {"dtype", &field<&C::dtype>,
-       "the Linear layers' matrix products: \"float32\", or \"bfloat16\" (mixed precision: inputs rounded to "
-       "bfloat16, sums and everything else float32; fast on CPUs with AMX or AVX512_BF16, emulated exactly elsewhere)"},
+       "the Linear layers' matrix products: \"float32\", \"bfloat16\" (mixed precision: inputs rounded to "
+       "bfloat16, sums and everything else float32; fast on CPUs with AMX or AVX512_BF16, emulated exactly "
+       "elsewhere) or \"auto\" (bfloat16 where this CPU multiplies bfloat16 natively, under GPT_MAX_ISA; else "
+       "float32; chosen at each start, resume included, and logged)"},
       {"bf16_arithmetic", &field<&C::bf16_arithmetic>,
        "how bfloat16 products sum (each its own bits): \"sequential\" (one fused multiply-add chain per "
        "output, as VDPBF16PS), \"tiles\" (AMX's TDPBF16PS order; emulated, slowly, without AMX) or \"auto\" "

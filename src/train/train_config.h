@@ -76,10 +76,12 @@ struct TrainConfig {
   int64_t threads = 0;
   int64_t zero_stage = 0;
   bool check_replicas = false;
-  Dtype dtype = Dtype::float32;
+  DtypeSetting dtype = DtypeSetting::float32;  // "auto" until the run's start resolves it (resolve_dtype)
   Bf16Arithmetic bf16_arithmetic = Bf16Arithmetic::automatic;
 
   GptConfig model_config(int64_t vocab_size) const;
+  // The matrix products' format: `dtype`, which must be resolved by now.
+  Dtype matmul_dtype() const;
   CorpusSpec corpus() const;
 };
 
@@ -100,10 +102,10 @@ struct Setting<OptimizerKind> {
   static constexpr const char* expected = "\"adamw\", \"lion\" or \"muon\"";
 };
 template <>
-struct Setting<Dtype> {
-  static std::optional<Dtype> parse(const std::string& text) { return parse_dtype(text); }
-  static std::string text(Dtype value) { return dtype_name(value); }
-  static constexpr const char* expected = "\"float32\" or \"bfloat16\"";
+struct Setting<DtypeSetting> {
+  static std::optional<DtypeSetting> parse(const std::string& text) { return parse_dtype_setting(text); }
+  static std::string text(DtypeSetting value) { return dtype_setting_name(value); }
+  static constexpr const char* expected = kDtypeSettingNames;
 };
 template <>
 struct Setting<Bf16Arithmetic> {
@@ -148,10 +150,11 @@ std::optional<double> parse_duration(const std::string& text);
 // A key's place in TrainConfig: a function giving the field of a config.
 template <class T>
 using ConfigField = T& (*)(TrainConfig&);
-using ConfigMember = std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>,
-                                  ConfigField<std::string>, ConfigField<InitFrom>, ConfigField<OptimizerKind>,
-                                  ConfigField<Dtype>, ConfigField<VocabKind>, ConfigField<Duration>, ConfigField<Norm>,
-                                  ConfigField<Activation>, ConfigField<PosEncoding>, ConfigField<Bf16Arithmetic>>;
+using ConfigMember =
+    std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
+                 ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<DtypeSetting>, ConfigField<VocabKind>,
+                 ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<PosEncoding>,
+                 ConfigField<Bf16Arithmetic>>;
 
 // The values a numeric key takes: lo to hi, each end included unless marked open. Checked when a
 // config file or flag sets the key, so an absurd value (a budget of 1e308 hours) is an input

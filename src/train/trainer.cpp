@@ -63,7 +63,7 @@ void log_run_setup(const RunParts& run, const World& world, double tokens_per_it
   spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
                run.model->params().parameter_count(), c.model.n_layer, c.model.n_head, c.model.n_embd,
                c.model.block_size, run.data->vocab().size(), run.optimizer->name());
-  spdlog::info("{}", describe_matmul(c.dtype));
+  spdlog::info("{}", describe_matmul(c.matmul_dtype()));
   spdlog::info("data: {} train / {} val tokens ({}, vocab {}) from {}, token files in {}; {} tokens per iteration",
                run.data->train().size(), run.data->val().size(), to_string(run.data->manifest().token_type),
                to_string(run.data->vocab().kind()), c.data_path, run.data->folder(),
@@ -156,7 +156,7 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
       settings_{config_.batch_size, config_.model.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
                 static_cast<uint64_t>(config_.seed)} {
   // MFU: nanoGPT's flop estimate per iteration against the measured peaks of all processes.
-  const double peak_gflops = cached_peak_gflops(config_.dtype);
+  const double peak_gflops = cached_peak_gflops(config_.matmul_dtype());
   if (root()) {
     write_file_atomically(run_file(config_.out_dir, kConfigFile), to_json(config_).dump(2) + "\n");
     reporter_ = std::make_unique<RunReporter>(config_, tokens_per_iter_,

@@ -81,8 +81,7 @@ class HardwareTiles {
 };
 #undef GPT_TILE_CASES
 
-// The packing's AVX512_BF16 comes with AMX-BF16 on every CPU so far; checked all the same.
-bool hardware_supported() { return cpu_features().amx_bf16 && cpu_features().avx512bf16; }
+bool hardware_supported() { return runs_amx_tiles(cpu_features()); }
 
 }  // namespace
 

@@ -55,11 +55,9 @@ const KernelFamily<float>& first_supported(const KernelFamily<float>* const (&fa
   return *families[N - 1];
 }
 
-// VDPBF16PS where the CPU has it and it outruns FMAs (measured once: on Zen 5 it does twice the
-// multiply-adds; on Sapphire Rapids half), else the widest float32 micro-kernels.
+// VDPBF16PS where the CPU has it and it outruns FMAs, else the widest float32 micro-kernels.
 AnyFamily best_bfloat16_family() {
-  const KernelFamily<uint32_t>* pairs = vdpbf16ps_family();
-  if (pairs && pairs->supported() && vdpbf16ps_speedup() > 1.1) return *pairs;
+  if (vdpbf16ps_outruns_fmas()) return *vdpbf16ps_family();
   return first_supported(kRoundedFamilies);
 }
 
@@ -187,6 +185,33 @@ int gemm_vector_width() { return gemm_detail::float32_family().vector_width; }
 bool gemm_bfloat16_uses_vdpbf16ps() {
   const gemm_detail::KernelFamily<uint32_t>* pairs = gemm_detail::vdpbf16ps_family();
   return pairs && gemm_family(Dtype::bfloat16).name() == pairs->name;
+}
+
+bool vdpbf16ps_outruns_fmas() {
+  const gemm_detail::KernelFamily<uint32_t>* pairs = gemm_detail::vdpbf16ps_family();
+  static const bool outruns = pairs && pairs->supported() && vdpbf16ps_speedup() > 1.1;
+  return outruns;
+}
+
+AutoDtype choose_auto_dtype(const CpuFeatures& features, Bf16Arithmetic arithmetic, bool vdpbf16ps_outruns_fmas,
+                            std::optional<MaxIsa> cap) {
+  if (arithmetic == Bf16Arithmetic::automatic)
+    arithmetic = runs_amx_tiles(features) ? Bf16Arithmetic::tiles : Bf16Arithmetic::sequential;
+  const std::string under = cap ? std::string(" under ") + kMaxIsaVariable + "=" + max_isa_name(*cap) : "";
+  if (arithmetic == Bf16Arithmetic::tiles) {
+    if (runs_amx_tiles(features)) return {Dtype::bfloat16, "this CPU multiplies bfloat16 natively: amx" + under};
+    return {Dtype::float32, "bf16_arithmetic \"tiles\" runs natively on AMX only, and there is none here" + under};
+  }
+  if (features.avx512bf16 && vdpbf16ps_outruns_fmas)
+    return {Dtype::bfloat16, "this CPU multiplies bfloat16 natively: avx512_bf16" + under};
+  if (features.avx512bf16) return {Dtype::float32, "this CPU's VDPBF16PS measured slower than its FMAs" + under};
+  if (features.neon)
+    return {Dtype::float32, "no native bfloat16 products here: the NEON kernels multiply bfloat16 as float32"};
+  return {Dtype::float32, "no native bfloat16 products" + (cap ? under : " on this CPU (no AVX512_BF16 or AMX)")};
+}
+
+AutoDtype auto_dtype(Bf16Arithmetic arithmetic) {
+  return choose_auto_dtype(cpu_features(), arithmetic, vdpbf16ps_outruns_fmas(), max_isa_setting().cap);
 }
 
 std::string describe_matmul(Dtype inputs) {
