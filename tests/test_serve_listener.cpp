@@ -148,6 +148,11 @@ class Running {
 const std::string kHealthRequest = "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
 
 TEST(ServeListener, OutOfDescriptorsItWaitsWarnsOnceAndServesAgain) {
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizers' runtime probes memory through a pipe of its own; without a free descriptor it
+  // takes every checked object for an invalid one (UBSan: "invalid vptr"). The Release suite runs it.
+  GTEST_SKIP() << "the sanitizers need file descriptors of their own, which this test takes away";
+#endif
   CapturedLog log;
   ListenerOptions options;
   options.port = 0;
