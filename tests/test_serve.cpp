@@ -741,6 +741,18 @@ TEST(Inspect, AnswersAtMostItsBoundOfAttentionWeights) {
     }
 }
 
+// Each choice's whole text, taken from the job until it ends.
+std::vector<std::string> choice_texts(CompletionJob& job) {
+  std::vector<std::string> texts(static_cast<std::size_t>(job.request().n));
+  std::vector<ChoiceEvent> events;
+  for (bool more = true; more;) {
+    events.clear();
+    more = job.take(events, 1s);
+    for (const ChoiceEvent& e : events) texts[e.choice] += e.text;
+  }
+  return texts;
+}
+
 // A request's n choices run their prompt once (its keys and values copied to the other slots),
 // with gpt sample's bits: choice i is sample i.
 TEST(BatchEngine, NChoicesShareOneRunOfTheirPrompt) {
@@ -754,13 +766,7 @@ TEST(BatchEngine, NChoicesShareOneRunOfTheirPrompt) {
       json({{"prompt", prompt}, {"max_tokens", 30}, {"n", 3}, {"top_k", 6}}).dump(), {}, vocab);
   auto job = std::make_shared<CompletionJob>(std::move(request), vocab.encode(prompt, "prompt"), 5);
   engine.submit(job);
-  std::vector<std::string> texts(3);
-  std::vector<ChoiceEvent> events;
-  while (job->take(events, 1s)) {
-    for (const ChoiceEvent& e : events) texts[e.choice] += e.text;
-    events.clear();
-  }
-  for (const ChoiceEvent& e : events) texts[e.choice] += e.text;
+  const std::vector<std::string> texts = choice_texts(*job);
   GenerationSettings settings;
   settings.max_new_tokens = 30;
   settings.sampling.top_k = 6;
@@ -816,13 +822,7 @@ std::vector<std::vector<std::string>> run_together(
   holder.join();
   std::vector<std::vector<std::string>> texts;
   for (const auto& job : jobs) {
-    texts.emplace_back(static_cast<std::size_t>(job->request().n));
-    std::vector<ChoiceEvent> events;
-    for (bool more = true; more;) {
-      events.clear();
-      more = job->take(events, 1s);
-      for (const ChoiceEvent& e : events) texts.back()[e.choice] += e.text;
-    }
+    texts.push_back(choice_texts(*job));
   }
   return texts;
 }
