@@ -138,6 +138,19 @@ TEST_F(Distributed, MuonSameBitsOnOneAndTwoProcesses) {
   expect_same_run("two", "alone");
 }
 
+// ema_decay's average is one more state buffer: sharded under ZeRO-1, gathered for each evaluation.
+TEST_F(Distributed, WeightAverageSameBitsOnOneAndTwoProcessesShardedOrNot) {
+  const std::vector<std::string> ema = {"--ema_decay", "0.8", "--always_save_checkpoint", "true"};
+  ASSERT_EQ(train_alone("alone", ema), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "two", ema), 0) << log("two");
+  std::vector<std::string> sharded = ema;
+  sharded.insert(sharded.end(), {"--zero_stage", "1"});
+  ASSERT_EQ(train_on(2, "two_zero1", sharded), 0) << log("two_zero1");
+  expect_same_run("two", "alone");
+  expect_same_run("two_zero1", "alone");
+  EXPECT_FALSE(same_weights(load_model(dir.file("alone")), load_model(resume_path(dir.file("alone")))));
+}
+
 TEST_F(Distributed, ResumedWithAnotherProcessCountContinuesExactly) {
   ASSERT_EQ(train_alone("alone"), 0) << log("alone");
   ASSERT_EQ(train_on(2, "split", {"--max_iters", "10"}), 0) << log("split");

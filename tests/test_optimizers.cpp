@@ -16,6 +16,7 @@
 #include "train/muon.h"
 #include "train/optimizer.h"
 #include "train/trainer.h"
+#include "train/weight_average.h"
 #include "training_fixtures.h"
 
 namespace gpt {
@@ -385,6 +386,88 @@ TEST(Muon, UpdatesTheBlocksMatricesAndLeavesEveryOtherParameterToAdamW) {
   }
 }
 
+// muon_weight_decay multiplies each Muon matrix by 1 - rate * wd before its update, rate being
+// muon_lr scaled by the schedule: one step from the same weights and gradients differs from the
+// undecayed step by rate * wd * W0 on Muon's matrices (within float rounding), and by nothing
+// elsewhere (AdamW's weight_decay is the other parameters').
+TEST(Muon, WeightDecayShrinksOnlyMuonsMatricesByTheScheduledRate) {
+  ParamStore decayed, plain;
+  add_model_like_parameters(decayed, 8, 16);
+  add_model_like_parameters(plain, 8, 16);
+  const std::vector<float> start(decayed.data(), decayed.data() + decayed.padded_floats());
+  const StoreRange whole{0, static_cast<int64_t>(decayed.padded_floats())};
+  const AdamWSettings adamw{0.9, 0.95, 1e-8, 0.1};
+  MuonSettings settings{0.02, 0.95, 2e-3, adamw};
+  Muon undecayed(plain, settings, whole);
+  settings.weight_decay = 5.0;
+  Muon muon(decayed, settings, whole);
+  Rng ra(4), rb(4);
+  fill_gradients(decayed, ra);
+  fill_gradients(plain, rb);
+  const double lr = 1e-3;  // half the peak: Muon's rate is 0.01
+  muon.step(lr);
+  undecayed.step(lr);
+  const double shrink = 0.01 * 5.0;
+  for (int i = 0; i < decayed.size(); ++i) {
+    const ParamStore::Slot& slot = decayed.slot(i);
+    SCOPED_TRACE(slot.name);
+    const auto n = static_cast<std::size_t>(slot.shape.numel());
+    if (!updated_by_muon(slot)) {
+      EXPECT_TRUE(same_bits(decayed.tensor(i).data, plain.tensor(i).data, n));
+      continue;
+    }
+    for (std::size_t k = 0; k < n; ++k) {
+      const double w0 = start[slot.offset + k];
+      ASSERT_NEAR(decayed.tensor(i).data[k] - plain.tensor(i).data[k], -shrink * w0, 1e-6 + 1e-5 * std::abs(w0)) << k;
+    }
+  }
+}
+
+// ema_decay's average after update n is d A + (1 - d) W with d = min(ema_decay, 1 - 1/n): the
+// plain mean of the weights while n < 1 / (1 - ema_decay) (decay 0.75: the first four), then an
+// exponential average. The weights themselves are the wrapped optimizer's, bit for bit.
+TEST(WeightAverage, IsTheMeanOfTheWeightsUntilItsWindowIsFullThenDecays) {
+  ParamStore averaged, bare;
+  add_model_like_parameters(averaged, 8, 16);
+  add_model_like_parameters(bare, 8, 16);
+  const StoreRange whole{0, static_cast<int64_t>(averaged.padded_floats())};
+  const AdamWSettings adamw{0.9, 0.95, 1e-8, 0.1};
+  AveragedOptimizer optimizer(std::make_unique<AdamW>(averaged, adamw, whole), 0.75);
+  AdamW reference(bare, adamw, whole);
+  EXPECT_STREQ(optimizer.name(), "adamw");
+  ASSERT_EQ(optimizer.state().size(), 3u);
+  EXPECT_EQ(optimizer.state()[2].name, "ema");
+  const auto n = static_cast<std::size_t>(averaged.padded_floats());
+  std::vector<std::vector<double>> weights;
+  Rng ra(5), rb(5);
+  for (int step = 1; step <= 6; ++step) {
+    fill_gradients(averaged, ra);
+    fill_gradients(bare, rb);
+    optimizer.step(1e-2);
+    reference.step(1e-2);
+    ASSERT_TRUE(same_bits(averaged.data(), bare.data(), n)) << step;
+    weights.emplace_back(averaged.data(), averaged.data() + n);
+    std::vector<double> expected(n, 0.0);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (step <= 4) {
+        for (const auto& w : weights) expected[k] += w[k] / step;
+      } else {
+        double mean = 0;
+        for (int j = 0; j < 4; ++j) mean += weights[j][k] / 4;
+        for (int j = 4; j < step; ++j) mean = 0.75 * mean + 0.25 * weights[j][k];
+        expected[k] = mean;
+      }
+    }
+    const float* average = optimizer.state()[2].data;
+    for (std::size_t k = 0; k < n; ++k) ASSERT_NEAR(average[k], expected[k], 1e-6) << "step " << step << " float " << k;
+  }
+  EXPECT_EQ(optimizer.step_count(), 6);
+  ParamStore copy;
+  add_model_like_parameters(copy, 8, 16);
+  optimizer.copy_average(copy);
+  EXPECT_TRUE(same_bits(copy.data(), optimizer.state()[2].data, n));
+}
+
 // Two matrices: on 2 threads each takes one whole, on 3 each matrix's products use all three.
 TEST(Muon, SameBitsOnOneTwoAndThreeThreadsInEachDtype) {
   for (const Dtype dtype : {Dtype::float32, Dtype::bfloat16}) {
@@ -431,6 +514,7 @@ TEST(Optimizers, TheirConfigKeysReachThem) {
   c.weight_decay = 0.3;
   c.muon_lr = 0.05;
   c.muon_momentum = 0.8;
+  c.muon_weight_decay = 3.0;
   c.learning_rate = 2e-3;
   const AdamWSettings adamw{0.5, 0.7, 1e-8, 0.3};
   const auto from_config = [&](ParamStore& store) { return make_optimizer(c, store); };
@@ -442,10 +526,13 @@ TEST(Optimizers, TheirConfigKeysReachThem) {
   EXPECT_NE(adamw_steps, weights_after_steps([&](ParamStore& store) { return make_optimizer(TrainConfig{}, store); }));
   c.optimizer = OptimizerKind::muon;
   const std::vector<float> muon_steps = weights_after_steps(from_config);
-  EXPECT_EQ(muon_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
-              return std::make_unique<Muon>(store, MuonSettings{0.05, 0.8, 2e-3, adamw}, whole(store));
-            }));
-  for (const MuonSettings other : {MuonSettings{0.02, 0.8, 2e-3, adamw}, MuonSettings{0.05, 0.95, 2e-3, adamw}})
+  EXPECT_EQ(
+      muon_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
+        return std::make_unique<Muon>(store, MuonSettings{0.05, 0.8, 2e-3, adamw, Dtype::float32, 3.0}, whole(store));
+      }));
+  for (const MuonSettings& other :
+       {MuonSettings{0.02, 0.8, 2e-3, adamw, Dtype::float32, 3.0},
+        MuonSettings{0.05, 0.95, 2e-3, adamw, Dtype::float32, 3.0}, MuonSettings{0.05, 0.8, 2e-3, adamw}})
     EXPECT_NE(muon_steps, weights_after_steps([&](ParamStore& store) -> std::unique_ptr<Optimizer> {
                 return std::make_unique<Muon>(store, other, whole(store));
               }));
@@ -469,6 +556,11 @@ TEST(Muon, ChosenByTheConfigWithItsKeysChecked) {
   c.muon_momentum = 0.95;
   c.muon_lr = 0;
   EXPECT_EQ(find_config_problem(c).key, "muon_lr");
+  c.muon_lr = 0.02;
+  c.muon_weight_decay = 50;  // the weights would be multiplied by 0 at the peak
+  EXPECT_EQ(find_config_problem(c).key, "muon_weight_decay");
+  c.muon_weight_decay = 49;
+  EXPECT_EQ(find_config_problem(c).key, "");
 }
 
 class OptimizerCheckpoints : public CorpusTest {};
@@ -487,6 +579,43 @@ TEST_F(OptimizerCheckpoints, MuonRunResumesExactly) {
   TrainConfig c = tiny_config(dir, corpus);
   c.optimizer = OptimizerKind::muon;
   expect_resumed_run_reproduces(c, dir.file("split"));
+}
+
+// With ema_decay the evaluations measure, and model.safetensors holds, the average the train state
+// keeps as "ema", not the weights the resume point continues from; a resumed run's evaluations are
+// the uninterrupted run's, so the average is saved and restored whole.
+TEST_F(OptimizerCheckpoints, EmaRunResumesExactlyAndItsModelIsTheAverage) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.ema_decay = 0.9;
+  c.always_save_checkpoint = true;
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const LoadedModel model = load_model(c.out_dir), resume = load_model(resume_path(c.out_dir));
+  const ParamStore& weights = resume.model->params();
+  std::vector<float> average(weights.padded_floats()), m(average.size()), v(average.size());
+  OptimizerState state{"adamw", 0, {{"exp_avg", m.data()}, {"exp_avg_sq", v.data()}, {"ema", average.data()}}};
+  EXPECT_EQ(load_training_state(c.out_dir, *resume.model, state).iter_num, 20);
+  EXPECT_TRUE(same_bits(model.model->params().data(), average.data(), average.size()));
+  EXPECT_FALSE(same_weights(model, resume));
+}
+
+TEST_F(OptimizerCheckpoints, ResumingWithAnAverageTheRunDidNotKeepSaysSo) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 2;
+  run_training(c, nullptr);
+  c.init_from = {InitKind::resume, ""};
+  c.max_iters = 4;
+  c.ema_decay = 0.9;
+  try {
+    run_training(c, nullptr);
+    FAIL() << "expected an error";
+  } catch (const UserError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("no \"ema\" state"), std::string::npos) << message;
+    EXPECT_NE(message.find("ema_decay"), std::string::npos) << message;
+    EXPECT_EQ(e.exit_code(), 2);
+  }
+  c.ema_decay = 0;
+  EXPECT_EQ(run_training(c, nullptr).final_iter, 4);
 }
 
 TEST_F(OptimizerCheckpoints, MuonTrainingLowersTheLoss) {

@@ -125,8 +125,9 @@ void Muon::step_matrix(const Matrix& matrix, double rate, Workspace& workspace) 
   workspace.newton_schulz.orthogonalize(u, rows, cols, 5, settings_.products);
   // The scale in double, applied in float, as PyTorch applies a Python float.
   const auto scale = static_cast<float>(rate * std::sqrt(std::max(1.0, static_cast<double>(rows) / cols)));
+  const auto decay = static_cast<float>(1.0 - rate * settings_.weight_decay);
 #pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-  for (int64_t k = 0; k < n; ++k) p[k] = p[k] - scale * u[k];
+  for (int64_t k = 0; k < n; ++k) p[k] = p[k] * decay - scale * u[k];
 }
 
 }  // namespace gpt

@@ -49,9 +49,10 @@ class NewtonSchulz {
 // The shape factor is modded-nanogpt's: NS5(U) has singular values near 1, so an RMS near
 // 1/sqrt(max(rows, cols)), and the factor makes that 1/sqrt(cols) (1/sqrt(fan-in) for a Linear's
 // [out, in] weight) for tall and wide matrices alike; the speedrun's tuned muon_lr (0.02-0.05)
-// carries over with it. No weight decay on Muon's matrices (the speedrun had none at first;
-// weight_decay's AdamW-sized value would decay 20x harder at muon_lr). The learning rate follows
-// the config's schedule: step(lr) uses muon_lr * lr / learning_rate.
+// carries over with it. Muon's matrices have their own decoupled weight decay, relative to Muon's
+// rate (W *= 1 - rate * muon_weight_decay before the update, as the speedrun's later records):
+// weight_decay's AdamW-sized value would decay 20x harder at muon_lr. The learning rate follows
+// the config's schedule: step(lr) uses rate = muon_lr * lr / learning_rate.
 // State: AdamW's exp_avg, exp_avg_sq (zero on Muon's matrices) and momentum_buffer (zero elsewhere).
 struct MuonSettings {
   double lr = 0.02;                 // muon_lr
@@ -59,6 +60,7 @@ struct MuonSettings {
   double schedule_peak = 1e-3;      // learning_rate: step(lr)'s lr / schedule_peak scales lr above
   AdamWSettings adamw;              // for every other parameter, at step(lr)'s lr
   Dtype products = Dtype::float32;  // Newton-Schulz's products: the run's dtype
+  double weight_decay = 0;          // muon_weight_decay
 };
 class Muon final : public Optimizer {
  public:

@@ -10,6 +10,7 @@
 #include "kernels/parallel.h"
 #include "train/muon.h"
 #include "train/train_config.h"
+#include "train/weight_average.h"
 
 namespace gpt {
 
@@ -118,17 +119,27 @@ void Lion::step(double lr) {
   });
 }
 
-std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard) {
+namespace {
+
+std::unique_ptr<Optimizer> make_stepper(const TrainConfig& config, ParamStore& params, StoreRange shard) {
   if (config.optimizer == OptimizerKind::muon)
-    return std::make_unique<Muon>(
-        params,
-        MuonSettings{config.muon_lr, config.muon_momentum, config.learning_rate,
-                     AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, config.matmul_dtype()},
-        shard);
+    return std::make_unique<Muon>(params,
+                                  MuonSettings{config.muon_lr, config.muon_momentum, config.learning_rate,
+                                               AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay},
+                                               config.matmul_dtype(), config.muon_weight_decay},
+                                  shard);
   if (config.optimizer == OptimizerKind::lion)
     return std::make_unique<Lion>(params, LionSettings{config.lion_beta1, config.lion_beta2, config.weight_decay},
                                   shard);
   return std::make_unique<AdamW>(params, AdamWSettings{config.beta1, config.beta2, 1e-8, config.weight_decay}, shard);
+}
+
+}  // namespace
+
+std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard) {
+  std::unique_ptr<Optimizer> stepper = make_stepper(config, params, shard);
+  if (config.ema_decay == 0) return stepper;
+  return std::make_unique<AveragedOptimizer>(std::move(stepper), config.ema_decay);
 }
 
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params) {

@@ -32,6 +32,7 @@ class Optimizer {
   // element k is the store's float shard().begin + k.
   virtual std::vector<NamedBuffer> state() = 0;
   StoreRange shard() const { return shard_; }
+  ParamStore& params() const { return params_; }
 
   int64_t step_count() const { return step_; }
   void set_step_count(int64_t step) { step_ = step; }
@@ -86,7 +87,8 @@ class Lion final : public Optimizer {
 AlignedBuffer<float> state_buffer(StoreRange shard, const char* optimizer);
 
 // The optimizer the config names ("adamw", "lion" or "muon", train/muon.h), with the config's
-// settings, over `shard` (by default the whole store).
+// settings, over `shard` (by default the whole store); with ema_decay, it also keeps the weights'
+// average (train/weight_average.h).
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params);
 std::unique_ptr<Optimizer> make_optimizer(const TrainConfig& config, ParamStore& params, StoreRange shard);
 

@@ -262,11 +262,20 @@ std::vector<ConfigKey> optimizer_keys() {
       {"muon_lr", &field<&C::muon_lr>,
        "Muon's peak learning rate for the 2-D weights inside the blocks (Jordan et al. 2024, \"Muon: An optimizer "
        "for hidden layers\", modded-nanogpt): Nesterov momentum, 5 Newton-Schulz iterations orthogonalise the "
-       "update, scaled by sqrt(max(1, rows/cols)), no weight decay; follows learning_rate's schedule (times "
+       "update, scaled by sqrt(max(1, rows/cols)), decayed by muon_weight_decay; follows learning_rate's schedule "
+       "(times "
        "lr/learning_rate)",
        KeyRange{0, kMaxFactor, true}},
       {"muon_momentum", &field<&C::muon_momentum>, "Muon's Nesterov momentum", KeyRange{0, 1, false, true}},
+      {"muon_weight_decay", &field<&C::muon_weight_decay>,
+       "decoupled weight decay of Muon's matrices, relative to Muon's rate: W *= 1 - muon_lr (lr/learning_rate) "
+       "muon_weight_decay each step (0 = none)",
+       KeyRange{0, kMaxFactor}},
       {"grad_clip", &field<&C::grad_clip>, "clip gradients to this global norm (0 = off)", KeyRange{0, kMaxFactor}},
+      {"ema_decay", &field<&C::ema_decay>,
+       "evaluate and save an exponential moving average of the weights with this decay per step (0 = off; "
+       "0.99-0.999 average the last 100-1000 steps); training goes on from the weights themselves",
+       KeyRange{0, 1, false, true}},
       {"gradient_accumulation_steps", &field<&C::gradient_accumulation_steps>, "micro-batches per optimizer step",
        KeyRange{1, 1 << 20}},
   };
@@ -393,6 +402,10 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
             "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
   if (c.zero_stage == 1 && c.optimizer == OptimizerKind::muon)
     return {"zero_stage", "must be 0 with optimizer \"muon\" (its Newton-Schulz step needs each matrix whole)"};
+  if (c.muon_lr * c.muon_weight_decay >= 1)
+    return {"muon_weight_decay", "times muon_lr must be below 1 (the weights are multiplied by 1 - muon_lr " +
+                                     std::string("muon_weight_decay at the schedule's peak), got ") +
+                                     std::to_string(c.muon_lr * c.muon_weight_decay)};
   return {};
 }
 

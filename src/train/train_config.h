@@ -69,7 +69,9 @@ struct TrainConfig {
   double lion_beta2 = 0.99;
   double muon_lr = 0.02;
   double muon_momentum = 0.95;
+  double muon_weight_decay = 0;
   double grad_clip = 1.0;
+  double ema_decay = 0;
   int64_t gradient_accumulation_steps = 1;
   // system
   int64_t seed = 1337;

@@ -23,6 +23,7 @@
 #include "train/stop_saver.h"
 #include "train/time_budget.h"
 #include "train/train_step.h"
+#include "train/weight_average.h"
 
 namespace gpt {
 
@@ -110,7 +111,8 @@ class TrainingLoop {
   void count_patience(int64_t iter, double val_loss);
   void keep_to_budget(int64_t iter);
   void set_schedule_length(int64_t iterations, int64_t next_iter);
-  void checkpoint_evaluated(int64_t iter, double val_loss);
+  Gpt& evaluated_model();
+  void checkpoint_evaluated(int64_t iter, double val_loss, Gpt& evaluated);
   void save_resume(int64_t iter_num, bool eval_done);
   StopSnapshot snapshot(int64_t next_iter) const;
   TrainResult finish(int64_t iter);
@@ -120,7 +122,8 @@ class TrainingLoop {
   double read_clock() { return now_ = context_.clock.seconds(); }
   double elapsed() const { return elapsed_before_ + now_ - start_; }
   bool root() const { return context_.world.is_root(); }
-  SavedModel saved_model() const { return {*run_.model, run_.data->vocab(), arithmetic_}; }
+  SavedModel saved_model(Gpt& model) const { return {model, run_.data->vocab(), arithmetic_}; }
+  SavedModel saved_model() const { return saved_model(*run_.model); }
 
   RunParts run_;
   TrainConfig& config_ = run_.config;  // max_time fixes max_iters and lr_decay_iters once measured
@@ -137,7 +140,9 @@ class TrainingLoop {
   std::unique_ptr<RunReporter> reporter_;  // rank 0 only
   std::unique_ptr<BudgetPlanner> budget_;  // max_time only
   std::unique_ptr<StopSaver> saver_;
-  bool saver_watches_ = false;  // rank 0 of several processes with the whole optimizer state
+  AveragedOptimizer* const average_ = dynamic_cast<AveragedOptimizer*>(run_.optimizer.get());  // ema_decay
+  std::unique_ptr<Gpt> average_model_;  // ema_decay: the average, gathered for each evaluation
+  bool saver_watches_ = false;          // rank 0 of several processes with the whole optimizer state
   Arena arena_{64u << 20};
   Graph graph_{arena_};
   Batch batch_;
@@ -175,6 +180,10 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
     config_.max_iters = config_.lr_decay_iters = BudgetPlanner::kUnplanned;
     schedule_ = lr_schedule(config_);
     if (state_.planned_iters > 0) set_schedule_length(state_.planned_iters, state_.iter_num);  // resumed: as measured
+  }
+  if (average_) {
+    average_model_ = std::make_unique<Gpt>(run_.model->config());
+    average_model_->set_matmul_dtype(run_.model->matmul_dtype());
   }
   saver_watches_ = root() && world_.distributed() && config_.zero_stage == 0 && context_.stop_signal;
   saver_ = std::make_unique<StopSaver>(saver_watches_ ? context_.stop_signal : nullptr, [this](const StopSnapshot& s) {
@@ -221,7 +230,7 @@ bool TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
   const double eval_start = now_;
   const EvalBatches batches{static_cast<uint64_t>(config_.seed), iter, config_.eval_iters, config_.batch_size,
                             config_.model.block_size};
-  Gpt& model = *run_.model;
+  Gpt& model = evaluated_model();
   const std::optional<double> train_estimate =
       estimate_loss(model, graph_, run_.data->train(), Split::train, batches, batch_, world_, context_.stop_signal);
   if (!train_estimate) return false;
@@ -240,7 +249,7 @@ bool TrainingLoop::evaluate_and_checkpoint(int64_t iter) {
     state_.best_val_loss = val_loss;
     state_.best_iter = iter;
   }
-  if (improved || config_.always_save_checkpoint) checkpoint_evaluated(iter, val_loss);
+  if (improved || config_.always_save_checkpoint) checkpoint_evaluated(iter, val_loss, model);
   if (root() && context_.after_evaluation) {
     try {
       context_.after_evaluation();
@@ -352,13 +361,22 @@ StopSnapshot TrainingLoop::snapshot(int64_t next_iter) const {
   return s;
 }
 
+// What evaluations measure and the run's model holds: the weights, or with ema_decay their
+// average, gathered from the processes' shards of it.
+Gpt& TrainingLoop::evaluated_model() {
+  if (!average_) return *run_.model;
+  average_->copy_average(average_model_->params());
+  run_.sync->share_parameters(average_model_->params());
+  return *average_model_;
+}
+
 // The weights just evaluated become the run's model (rank 0 writes it), and a resume point.
-void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss) {
+void TrainingLoop::checkpoint_evaluated(int64_t iter, double val_loss, Gpt& evaluated) {
   const double save_start = now_;
   // The resume point first: in a folder from before resume.safetensors, model.safetensors held the
   // train state's name until now.
   if (iter > 0) save_resume(iter, true);
-  if (root()) save_best_model(config_.out_dir, saved_model(), iter, val_loss);
+  if (root()) save_best_model(config_.out_dir, saved_model(evaluated), iter, val_loss);
   read_clock();
   // At 0 the model alone is written: the budget plans with whole checkpoints.
   if (budget_ && iter > 0) budget_->record_save(now_ - save_start);
