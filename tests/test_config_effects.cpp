@@ -261,6 +261,24 @@ TEST_F(ConfigEffects, DropoutChangesTheTrainingLosses) {
   EXPECT_NE(plain.front(), dropped.front());
 }
 
+// data_order: "epochs" trains on other windows than "random" from the first step, and a resumed
+// run continues the epochs' order bit for bit.
+TEST_F(ConfigEffects, DataOrderEpochsTakesOtherWindowsAndResumesExactly) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.max_iters = 3;
+  c.model.dropout = 0;
+  run_training(c, nullptr);
+  const auto random = read_metrics(c.out_dir).train;
+  c.data_order = DataOrder::epochs;
+  run_training(c, nullptr);
+  const auto epochs = read_metrics(c.out_dir).train;
+  ASSERT_EQ(random.size(), epochs.size());
+  EXPECT_NE(random.front(), epochs.front());
+  c = tiny_config(dir, corpus);
+  c.data_order = DataOrder::epochs;
+  expect_resumed_run_reproduces(c, dir.file("split"));
+}
+
 // batch_size (with seed and block_size): the first logged loss is that of the step's batch of
 // batch_size rows, drawn from the seed's stream, on the seed's initial weights.
 TEST_F(ConfigEffects, BatchSizeIsTheRowsOfAStep) {

@@ -103,6 +103,41 @@ ino_t inode_of(const std::string& path) {
 
 }  // namespace
 
+// data_order "epochs": with W windows of T, rows e W .. (e + 1) W - 1 are epoch e, every window of
+// one grid (offsets congruent mod T) exactly once, targets one behind; the next epoch is another
+// order, and a row is the same whichever batch asks for it.
+TEST(EpochOrder, EachEpochTakesEveryWindowOfItsGridOnceInAnotherOrder) {
+  std::vector<int32_t> ids(1000);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+  const TokenView split(ids);
+  const int64_t T = 16, windows = 999 / 16, B = 7;
+  auto starts_of_rows = [&](int64_t first, int64_t count) {
+    std::vector<int64_t> starts;
+    Batch batch;
+    for (int64_t row = first; row < first + count; row += B) {
+      Dataset::epoch_batch(split, B, T, 5, row, batch);
+      for (int64_t b = 0; b < B && row + b < first + count; ++b) {
+        for (int64_t t = 0; t < T; ++t) {
+          EXPECT_EQ(batch.inputs[b * T + t], batch.inputs[b * T] + t);
+          EXPECT_EQ(batch.targets[b * T + t], batch.inputs[b * T + t] + 1);
+        }
+        starts.push_back(batch.inputs[b * T]);
+      }
+    }
+    return starts;
+  };
+  const std::vector<int64_t> first = starts_of_rows(0, windows), second = starts_of_rows(windows, windows);
+  for (const auto* epoch : {&first, &second}) {
+    std::vector<int64_t> sorted = *epoch;
+    std::sort(sorted.begin(), sorted.end());
+    for (int64_t j = 0; j < windows; ++j) ASSERT_EQ(sorted[j], sorted[0] + j * T);
+    EXPECT_LE(sorted.back() + T, 999);
+  }
+  EXPECT_NE(first, second);
+  EXPECT_EQ(starts_of_rows(3, 1).front(), first[3]);
+  EXPECT_EQ(starts_of_rows(windows + 10, 1).front(), second[10]);
+}
+
 TEST(ContentHash, MatchesXxh64AndIgnoresHowTheInputIsSplit) {
   // Known XXH64 values (seed 0); zstd's frame checksum is the low 32 bits of the same function.
   ContentHash empty;

@@ -151,6 +151,13 @@ TEST_F(Distributed, WeightAverageSameBitsOnOneAndTwoProcessesShardedOrNot) {
   EXPECT_FALSE(same_weights(load_model(dir.file("alone")), load_model(resume_path(dir.file("alone")))));
 }
 
+// data_order "epochs" finds each micro-batch's rows from its index alone, on any process.
+TEST_F(Distributed, EpochOrderSameBitsOnOneAndTwoProcesses) {
+  ASSERT_EQ(train_alone("alone", {"--data_order", "epochs"}), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "two", {"--data_order", "epochs"}), 0) << log("two");
+  expect_same_run("two", "alone");
+}
+
 TEST_F(Distributed, ResumedWithAnotherProcessCountContinuesExactly) {
   ASSERT_EQ(train_alone("alone"), 0) << log("alone");
   ASSERT_EQ(train_on(2, "split", {"--max_iters", "10"}), 0) << log("split");

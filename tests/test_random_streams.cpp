@@ -3,8 +3,11 @@
 // to a shared sequential generator.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <vector>
 
+#include "core/keyed_permutation.h"
 #include "core/random_streams.h"
 #include "data/dataset.h"
 #include "model/gpt.h"
@@ -33,6 +36,28 @@ TEST(RandomKey, ChildrenDependOnEveryFoldedValueAndItsOrder) {
   EXPECT_NE(RandomKey(1338).fold_in(3).value(), root.fold_in(3).value());
   EXPECT_EQ(root.fold_in("transformer.wte.weight").value(), root.fold_in("transformer.wte.weight").value());
   EXPECT_NE(root.fold_in("transformer.wte.weight").value(), root.fold_in("transformer.wpe.weight").value());
+}
+
+// A bijection of [0, n) for every n (the walk keeps odd sizes and sizes just above a power of 4
+// inside), another order for another key, and not the identity.
+TEST(KeyedPermutation, IsABijectionOfEachSizeAndTheKeyChoosesIt) {
+  for (const uint64_t n : {1u, 2u, 3u, 5u, 16u, 17u, 100u, 1000u, 4097u}) {
+    SCOPED_TRACE(n);
+    const KeyedPermutation order(42, n), other(43, n);
+    std::vector<uint64_t> image, other_image;
+    for (uint64_t i = 0; i < n; ++i) {
+      image.push_back(order(i));
+      other_image.push_back(other(i));
+    }
+    std::vector<uint64_t> sorted = image;
+    std::sort(sorted.begin(), sorted.end());
+    for (uint64_t i = 0; i < n; ++i) ASSERT_EQ(sorted[i], i);
+    if (n < 100) continue;
+    EXPECT_NE(image, other_image);
+    int fixed = 0;
+    for (uint64_t i = 0; i < n; ++i) fixed += image[i] == i ? 1 : 0;
+    EXPECT_LT(fixed, 10);
+  }
 }
 
 TEST(RandomKey, StreamsOfEachPurposeAndPositionDiffer) {

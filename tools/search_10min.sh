@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The search for configs/shakespeare_char_10min.json: trains candidate configs with
 # max_time 10m (one at a time, the machine otherwise idle) and measures each final model the way
-# the CPU-recipe table does, `gpt eval` on the whole validation split. Prints a Markdown row per run.
+# the CPU-recipe table does, `gpt eval` on the whole validation split. Prints a Markdown row per run:
+# name, flags, seed, iterations, wall time, val loss of the run's model (model.safetensors: the best
+# evaluation's weights, their average with ema_decay) and of the weights it ended with.
 #   tools/search_10min.sh NAME "FLAGS" [SEED ...]     one candidate (flags override configs/shakespeare_char.json)
 #   CONFIG=configs/shakespeare_char_10min.json tools/search_10min.sh recipe "" 1337 1 2   a config as it is
 #   tools/search_10min.sh l6e192 "--n_layer 6 --n_head 6 --n_embd 192 --block_size 128 --batch_size 32" 1337
@@ -34,6 +36,9 @@ for seed in "${seeds[@]}"; do
   iters=$(grep -o 'done: [0-9]* iterations' "$out.log" | grep -o '[0-9]\+' || echo "?")
   wall=$(grep -o 'iterations in [0-9hms]*' "$out.log" | sed 's/iterations in //')
   # The whole validation split, every window (as the CPU-recipe table).
-  val=$("$gpt" eval --out_dir "$out" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/')
-  echo "| $name | ${flags[*]} | $seed | $iters | $wall | $val |"
+  loss() { "$gpt" eval "$@" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/'; }
+  val=$(loss --out_dir "$out")
+  # The weights the run ended with (its resume point): with ema_decay the model is their average.
+  last=$(loss --checkpoint "$out/resume.safetensors")
+  echo "| $name | ${flags[*]} | $seed | $iters | $wall | $val | $last |"
 done

@@ -64,8 +64,7 @@ int run_bench(BenchOptions& options, const World& world) {
   const std::unique_ptr<Optimizer> optimizer = make_optimizer(config, model.params());
   LocalGradientSync sync;
   const LrSchedule schedule = lr_schedule(config);
-  const StepSettings settings{config.batch_size, config.model.block_size, config.gradient_accumulation_steps,
-                              config.grad_clip, static_cast<uint64_t>(config.seed)};
+  const StepSettings settings = step_settings(config);
   Arena arena(64u << 20);
   Graph graph(arena);
   Batch batch;

@@ -42,7 +42,7 @@ class RandomKey {
 
 // The streams of a training run, one function per purpose: the single place that says which
 // numbers key which draws.
-enum class StreamPurpose : uint64_t { init = 1, train_batch = 2, dropout = 3, eval_batch = 4 };
+enum class StreamPurpose : uint64_t { init = 1, train_batch = 2, dropout = 3, eval_batch = 4, train_epoch = 5 };
 enum class Split : uint64_t { train = 0, val = 1 };
 
 inline RandomKey purpose_key(uint64_t seed, StreamPurpose purpose) {
@@ -58,6 +58,10 @@ inline Rng train_batch_stream(uint64_t seed, int64_t iter, int64_t micro) {
       .fold_in(static_cast<uint64_t>(iter))
       .fold_in(static_cast<uint64_t>(micro))
       .rng();
+}
+// data_order "epochs": epoch `epoch`'s order of the training windows and the offset of their grid.
+inline RandomKey train_epoch_key(uint64_t seed, int64_t epoch) {
+  return purpose_key(seed, StreamPurpose::train_epoch).fold_in(static_cast<uint64_t>(epoch));
 }
 // The dropout masks of that micro-batch's forward: its k-th dropout op draws the stream's k-th number.
 inline Rng dropout_stream(uint64_t seed, int64_t iter, int64_t micro) {

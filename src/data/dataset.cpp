@@ -9,6 +9,8 @@
 
 #include "core/atomic_file.h"
 #include "core/check.h"
+#include "core/keyed_permutation.h"
+#include "core/random_streams.h"
 #include "data/content_hash.h"
 #include "data/utf8.h"
 
@@ -218,17 +220,47 @@ void Dataset::check_fits(int64_t block_size, bool needs_val) const {
   if (needs_val) check(val_, "val");
 }
 
-void Dataset::sample_batch(TokenView split, int64_t B, int64_t T, Rng& rng, Batch& batch) {
-  const int64_t n = split.size();
-  GPT_CHECK(n >= T + 1, "split shorter than block_size + 1");
+std::optional<DataOrder> parse_data_order(const std::string& text) {
+  if (text == "random") return DataOrder::random;
+  if (text == "epochs") return DataOrder::epochs;
+  return std::nullopt;
+}
+
+const char* data_order_name(DataOrder order) { return order == DataOrder::random ? "random" : "epochs"; }
+
+namespace {
+
+void size_batch(TokenView split, int64_t B, int64_t T, Batch& batch) {
+  GPT_CHECK(split.size() >= T + 1, "split shorter than block_size + 1");
   batch.B = B;
   batch.T = T;
   batch.inputs.resize(static_cast<std::size_t>(B * T));
   batch.targets.resize(static_cast<std::size_t>(B * T));
+}
+
+void copy_window(TokenView split, int64_t offset, int64_t row, Batch& batch) {
+  split.copy(offset, batch.T, batch.inputs.data() + row * batch.T);
+  split.copy(offset + 1, batch.T, batch.targets.data() + row * batch.T);
+}
+
+}  // namespace
+
+void Dataset::sample_batch(TokenView split, int64_t B, int64_t T, Rng& rng, Batch& batch) {
+  size_batch(split, B, T, batch);
+  for (int64_t b = 0; b < B; ++b)
+    copy_window(split, static_cast<int64_t>(rng.below(static_cast<uint64_t>(split.size() - T))), b, batch);
+}
+
+void Dataset::epoch_batch(TokenView split, int64_t B, int64_t T, uint64_t seed, int64_t first_row, Batch& batch) {
+  size_batch(split, B, T, batch);
+  const int64_t windows = (split.size() - 1) / T;
+  const int64_t slack = split.size() - 1 - windows * T;  // below T: the grid's offsets
   for (int64_t b = 0; b < B; ++b) {
-    const auto offset = static_cast<int64_t>(rng.below(static_cast<uint64_t>(n - T)));
-    split.copy(offset, T, batch.inputs.data() + b * T);
-    split.copy(offset + 1, T, batch.targets.data() + b * T);
+    const int64_t row = first_row + b, epoch = row / windows;
+    const RandomKey key = train_epoch_key(seed, epoch);
+    const auto grid = static_cast<int64_t>(key.rng().below(static_cast<uint64_t>(slack + 1)));
+    const KeyedPermutation order(key.fold_in("order").value(), static_cast<uint64_t>(windows));
+    copy_window(split, grid + static_cast<int64_t>(order(static_cast<uint64_t>(row % windows))) * T, b, batch);
   }
 }
 

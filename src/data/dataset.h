@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,14 @@
 #include "data/vocab.h"
 
 namespace gpt {
+
+// How training draws its windows (data_order). random: nanoGPT's, each row a window at an offset
+// drawn on its own, so some windows come twice before others once. epochs: each epoch cuts the
+// split into W = (n - 1) / T windows of T on a grid shifted by a random offset below T, and every
+// row takes the next window of a random order of them: each one exactly once per epoch.
+enum class DataOrder { random, epochs };
+std::optional<DataOrder> parse_data_order(const std::string& text);
+const char* data_order_name(DataOrder order);
 
 struct Batch {
   std::vector<int32_t> inputs;   // [B, T]
@@ -53,6 +62,9 @@ class Dataset {
 
   // Fills `batch` with B windows at offsets drawn from `rng` (uniform in [0, n - T - 1]).
   static void sample_batch(TokenView split, int64_t B, int64_t T, Rng& rng, Batch& batch);
+  // Fills `batch` with rows first_row .. first_row + B - 1 of data_order "epochs"'s sequence of
+  // windows for `seed` (row r is in epoch r / W).
+  static void epoch_batch(TokenView split, int64_t B, int64_t T, uint64_t seed, int64_t first_row, Batch& batch);
 
  private:
   std::string folder_;

@@ -172,6 +172,9 @@ std::vector<ConfigKey> data_keys() {
        "with vocab \"chars\": leave files that are not UTF-8 out of a folder (with a warning) instead of failing"},
       {"cache_dir", &field<&C::cache_dir>,
        "where text is prepared into token files (empty: $XDG_CACHE_HOME/gpt/datasets or ~/.cache/gpt/datasets)"},
+      {"data_order", &field<&C::data_order>,
+       "how training takes its windows of block_size: \"random\" (nanoGPT's: each at a random offset, drawn on "
+       "its own) or \"epochs\" (each epoch, every window of a grid with a random offset once, in a random order)"},
       {"out_dir", &field<&C::out_dir>, "folder for the checkpoint, config.json and metrics.jsonl"},
   };
 }

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
+#include "data/dataset.h"
 #include "data/prepare.h"
 #include "data/vocab.h"
 #include "kernels/dtype.h"
@@ -41,6 +42,7 @@ struct TrainConfig {
   VocabKind vocab = VocabKind::chars;
   bool skip_invalid_files = false;
   std::string cache_dir;
+  DataOrder data_order = DataOrder::random;
   std::string out_dir = "out";
   // model: the architecture (its defaults are GptConfig's; vocab_size comes from the data), and
   // dropout, a training setting (a model on its own runs without)
@@ -140,6 +142,12 @@ struct Setting<VocabKind> {
   static constexpr const char* expected = "\"chars\" or \"bytes\"";
 };
 template <>
+struct Setting<DataOrder> {
+  static std::optional<DataOrder> parse(const std::string& text) { return parse_data_order(text); }
+  static std::string text(DataOrder value) { return data_order_name(value); }
+  static constexpr const char* expected = "\"random\" or \"epochs\"";
+};
+template <>
 struct Setting<Duration> {
   static std::optional<Duration> parse(const std::string& text);
   static std::string text(const Duration& value);  // "" for none, else e.g. "10m", "1h30m", "1.5s"
@@ -156,7 +164,7 @@ using ConfigMember =
     std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
                  ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<DtypeSetting>, ConfigField<VocabKind>,
                  ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<PosEncoding>,
-                 ConfigField<Bf16Arithmetic>>;
+                 ConfigField<Bf16Arithmetic>, ConfigField<DataOrder>>;
 
 // The values a numeric key takes: lo to hi, each end included unless marked open. Checked when a
 // config file or flag sets the key, so an absurd value (a budget of 1e308 hours) is an input

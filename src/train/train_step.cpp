@@ -7,12 +7,22 @@
 
 namespace gpt {
 
+StepSettings step_settings(const TrainConfig& c) {
+  return {c.batch_size, c.model.block_size, c.gradient_accumulation_steps, c.grad_clip, static_cast<uint64_t>(c.seed),
+          c.data_order};
+}
+
 bool StepResult::finite() const { return std::isfinite(loss) && std::isfinite(grad_norm); }
 
 double accumulate_micro_batch(Gpt& model, Graph& graph, TokenView split, const StepSettings& s, int64_t iter,
                               int64_t micro, Batch& batch) {
-  Rng rows = train_batch_stream(s.seed, iter, micro);
-  Dataset::sample_batch(split, s.batch_size, s.block_size, rows, batch);
+  if (s.order == DataOrder::epochs) {
+    Dataset::epoch_batch(split, s.batch_size, s.block_size, s.seed,
+                         (iter * s.accumulation_steps + micro) * s.batch_size, batch);
+  } else {
+    Rng rows = train_batch_stream(s.seed, iter, micro);
+    Dataset::sample_batch(split, s.batch_size, s.block_size, rows, batch);
+  }
   Rng dropout = dropout_stream(s.seed, iter, micro);
   Gpt::Output out =
       model.forward(graph, batch.inputs.data(), s.batch_size, s.block_size, batch.targets.data(), true, dropout);

@@ -12,6 +12,7 @@
 #include "model/gpt.h"
 #include "train/gradient_sync.h"
 #include "train/optimizer.h"
+#include "train/train_config.h"
 
 namespace gpt {
 
@@ -19,7 +20,10 @@ struct StepSettings {
   int64_t batch_size, block_size, accumulation_steps;
   double grad_clip;
   uint64_t seed;
+  DataOrder order = DataOrder::random;
 };
+// The config's.
+StepSettings step_settings(const TrainConfig& config);
 
 struct StepResult {
   double loss;       // mean over the micro-batches

@@ -158,8 +158,7 @@ TrainingLoop::TrainingLoop(RunParts run, const RunContext& context, double start
       start_(started),
       tokens_per_iter_(
           static_cast<double>(config_.batch_size * config_.model.block_size * config_.gradient_accumulation_steps)),
-      settings_{config_.batch_size, config_.model.block_size, config_.gradient_accumulation_steps, config_.grad_clip,
-                static_cast<uint64_t>(config_.seed)} {
+      settings_(step_settings(config_)) {
   // MFU: nanoGPT's flop estimate per iteration against the measured peaks of all processes.
   const double peak_gflops = cached_peak_gflops(config_.matmul_dtype());
   if (root()) {
