@@ -61,14 +61,17 @@ double checkpoint_bytes(const RunParts& run) {
 
 void log_run_setup(const RunParts& run, const World& world, double tokens_per_iter) {
   const TrainConfig& c = run.config;
-  spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}",
+  spdlog::info("model: {} parameters, {} layers, {} heads, n_embd {}, block_size {}, vocab {}; optimizer {}{}",
                run.model->params().parameter_count(), c.model.n_layer, c.model.n_head, c.model.n_embd,
-               c.model.block_size, run.data->vocab().size(), run.optimizer->name());
+               c.model.block_size, run.data->vocab().size(), run.optimizer->name(),
+               c.ema_decay > 0 ? fmt::format(", evaluating and saving the weights' average (ema_decay {})", c.ema_decay)
+                               : std::string());
   spdlog::info("{}", describe_matmul(c.matmul_dtype()));
-  spdlog::info("data: {} train / {} val tokens ({}, vocab {}) from {}, token files in {}; {} tokens per iteration",
-               run.data->train().size(), run.data->val().size(), to_string(run.data->manifest().token_type),
-               to_string(run.data->vocab().kind()), c.data_path, run.data->folder(),
-               static_cast<int64_t>(tokens_per_iter));
+  spdlog::info(
+      "data: {} train / {} val tokens ({}, vocab {}) from {}, token files in {}; {} tokens per iteration, windows {}",
+      run.data->train().size(), run.data->val().size(), to_string(run.data->manifest().token_type),
+      to_string(run.data->vocab().kind()), c.data_path, run.data->folder(), static_cast<int64_t>(tokens_per_iter),
+      c.data_order == DataOrder::epochs ? "in epochs (each once per epoch)" : "at random offsets");
   if (!world.distributed()) {
     spdlog::info("threads: {}", omp_get_max_threads());
     return;
