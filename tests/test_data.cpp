@@ -103,39 +103,50 @@ ino_t inode_of(const std::string& path) {
 
 }  // namespace
 
-// data_order "epochs": with W windows of T, rows e W .. (e + 1) W - 1 are epoch e, every window of
-// one grid (offsets congruent mod T) exactly once, targets one behind; the next epoch is another
-// order, and a row is the same whichever batch asks for it.
+// data_order "epochs": with W = (n - 1) / T windows, rows e W .. (e + 1) W - 1 are epoch e: every
+// window of one grid (offsets 0 .. (n - 1) mod T, each seen over the epochs) exactly once, each
+// within the split with its targets one behind; the next epoch is another order, and a row is
+// the same whichever batch asks for it. Sizes where (n - 1) / T and n / T differ, and n = T + 1.
 TEST(EpochOrder, EachEpochTakesEveryWindowOfItsGridOnceInAnotherOrder) {
-  std::vector<int32_t> ids(1000);
-  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
-  const TokenView split(ids);
-  const int64_t T = 16, windows = 999 / 16, B = 7;
-  auto starts_of_rows = [&](int64_t first, int64_t count) {
-    std::vector<int64_t> starts;
-    Batch batch;
-    for (int64_t row = first; row < first + count; row += B) {
-      Dataset::epoch_batch(split, B, T, 5, row, batch);
-      for (int64_t b = 0; b < B && row + b < first + count; ++b) {
-        for (int64_t t = 0; t < T; ++t) {
-          EXPECT_EQ(batch.inputs[b * T + t], batch.inputs[b * T] + t);
-          EXPECT_EQ(batch.targets[b * T + t], batch.inputs[b * T + t] + 1);
+  const int64_t T = 16, B = 7, epochs = 40;
+  for (const int64_t n : {T + 1, 2 * T, 2 * T + 1, int64_t{1000}, int64_t{1001}}) {
+    SCOPED_TRACE(n);
+    std::vector<int32_t> ids(static_cast<std::size_t>(n));
+    for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int32_t>(i);
+    const TokenView split(ids);
+    const int64_t windows = (n - 1) / T, slack = (n - 1) % T;
+    auto starts_of_rows = [&](int64_t first, int64_t count) {
+      std::vector<int64_t> starts;
+      Batch batch;
+      for (int64_t row = first; row < first + count; row += B) {
+        Dataset::epoch_batch(split, B, T, 5, row, batch);
+        for (int64_t b = 0; b < B && row + b < first + count; ++b) {
+          for (int64_t t = 0; t < T; ++t) {
+            EXPECT_EQ(batch.inputs[b * T + t], batch.inputs[b * T] + t);
+            EXPECT_EQ(batch.targets[b * T + t], batch.inputs[b * T + t] + 1);
+          }
+          starts.push_back(batch.inputs[b * T]);
         }
-        starts.push_back(batch.inputs[b * T]);
       }
+      return starts;
+    };
+    std::set<int64_t> grids;
+    std::vector<std::vector<int64_t>> orders;
+    for (int64_t e = 0; e < epochs; ++e) {
+      orders.push_back(starts_of_rows(e * windows, windows));
+      std::vector<int64_t> sorted = orders.back();
+      std::sort(sorted.begin(), sorted.end());
+      for (int64_t j = 0; j < windows; ++j) ASSERT_EQ(sorted[j], sorted[0] + j * T);
+      ASSERT_LE(sorted[0], slack);
+      ASSERT_LE(sorted.back() + T, n - 1);
+      grids.insert(sorted[0]);
     }
-    return starts;
-  };
-  const std::vector<int64_t> first = starts_of_rows(0, windows), second = starts_of_rows(windows, windows);
-  for (const auto* epoch : {&first, &second}) {
-    std::vector<int64_t> sorted = *epoch;
-    std::sort(sorted.begin(), sorted.end());
-    for (int64_t j = 0; j < windows; ++j) ASSERT_EQ(sorted[j], sorted[0] + j * T);
-    EXPECT_LE(sorted.back() + T, 999);
+    EXPECT_EQ(static_cast<int64_t>(grids.size()), slack + 1);
+    if (windows >= 20) {
+      EXPECT_NE(orders[0], orders[1]);
+    }
+    EXPECT_EQ(starts_of_rows(windows + windows / 2, 1).front(), orders[1][windows / 2]);
   }
-  EXPECT_NE(first, second);
-  EXPECT_EQ(starts_of_rows(3, 1).front(), first[3]);
-  EXPECT_EQ(starts_of_rows(windows + 10, 1).front(), second[10]);
 }
 
 TEST(ContentHash, MatchesXxh64AndIgnoresHowTheInputIsSplit) {

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-
 #include <vector>
 
 #include "core/keyed_permutation.h"

@@ -23,6 +23,7 @@ work=${WORK_DIR:-out/search_10min}
 mkdir -p "$work"
 tools/fetch_shakespeare.sh > /dev/null
 [[ -f $work/data/meta.json ]] || "$gpt" prepare --data data/tinyshakespeare.txt --out "$work/data" --quiet > /dev/null
+loss() { "$gpt" eval "$@" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/'; }
 for seed in "${seeds[@]}"; do
   out="$work/$name-$seed"
   rm -rf "$out"
@@ -36,7 +37,6 @@ for seed in "${seeds[@]}"; do
   iters=$(grep -o 'done: [0-9]* iterations' "$out.log" | grep -o '[0-9]\+' || echo "?")
   wall=$(grep -o 'iterations in [0-9hms]*' "$out.log" | sed 's/iterations in //')
   # The whole validation split, every window (as the CPU-recipe table).
-  loss() { "$gpt" eval "$@" --data "$work/data" --split val --json | sed 's/.*"loss":\([0-9.]*\).*/\1/'; }
   val=$(loss --out_dir "$out")
   # The weights the run ended with (its resume point): with ema_decay the model is their average.
   last=$(loss --checkpoint "$out/resume.safetensors")

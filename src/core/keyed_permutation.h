@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "core/check.h"
 #include "core/rng.h"
 
 namespace gpt {
@@ -14,12 +15,14 @@ namespace gpt {
 class KeyedPermutation {
  public:
   KeyedPermutation(uint64_t key, uint64_t n) : key_(key), n_(n) {
+    GPT_CHECK(n > 0, "a permutation of nothing");
     while ((uint64_t{1} << (2 * half_bits_)) < n) ++half_bits_;
     mask_ = (uint64_t{1} << half_bits_) - 1;
   }
 
   // The image of i, for i < n.
   uint64_t operator()(uint64_t i) const {
+    GPT_CHECK(i < n_, "index outside the permutation");
     uint64_t x = i;
     do x = encrypt(x);
     while (x >= n_);

@@ -59,9 +59,13 @@ inline Rng train_batch_stream(uint64_t seed, int64_t iter, int64_t micro) {
       .fold_in(static_cast<uint64_t>(micro))
       .rng();
 }
-// data_order "epochs": epoch `epoch`'s order of the training windows and the offset of their grid.
+// data_order "epochs": the offset of epoch `epoch`'s grid of windows, and the key of their order.
 inline RandomKey train_epoch_key(uint64_t seed, int64_t epoch) {
   return purpose_key(seed, StreamPurpose::train_epoch).fold_in(static_cast<uint64_t>(epoch));
+}
+inline Rng train_epoch_grid_stream(uint64_t seed, int64_t epoch) { return train_epoch_key(seed, epoch).rng(); }
+inline uint64_t train_epoch_order_key(uint64_t seed, int64_t epoch) {
+  return train_epoch_key(seed, epoch).fold_in("order").value();
 }
 // The dropout masks of that micro-batch's forward: its k-th dropout op draws the stream's k-th number.
 inline Rng dropout_stream(uint64_t seed, int64_t iter, int64_t micro) {

@@ -254,12 +254,12 @@ void Dataset::sample_batch(TokenView split, int64_t B, int64_t T, Rng& rng, Batc
 void Dataset::epoch_batch(TokenView split, int64_t B, int64_t T, uint64_t seed, int64_t first_row, Batch& batch) {
   size_batch(split, B, T, batch);
   const int64_t windows = (split.size() - 1) / T;
-  const int64_t slack = split.size() - 1 - windows * T;  // below T: the grid's offsets
+  const int64_t slack = split.size() - 1 - windows * T;  // (n - 1) mod T: the grid's offsets are 0 .. slack
   for (int64_t b = 0; b < B; ++b) {
     const int64_t row = first_row + b, epoch = row / windows;
-    const RandomKey key = train_epoch_key(seed, epoch);
-    const auto grid = static_cast<int64_t>(key.rng().below(static_cast<uint64_t>(slack + 1)));
-    const KeyedPermutation order(key.fold_in("order").value(), static_cast<uint64_t>(windows));
+    const auto grid =
+        static_cast<int64_t>(train_epoch_grid_stream(seed, epoch).below(static_cast<uint64_t>(slack + 1)));
+    const KeyedPermutation order(train_epoch_order_key(seed, epoch), static_cast<uint64_t>(windows));
     copy_window(split, grid + static_cast<int64_t>(order(static_cast<uint64_t>(row % windows))) * T, b, batch);
   }
 }

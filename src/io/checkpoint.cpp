@@ -201,8 +201,9 @@ TrainingState load_training_state(const std::string& out_dir, Gpt& model, Optimi
   for (const NamedBuffer& buffer : optimizer_state.buffers)
     if (params.size() > 0 && optimizer.entries().count(buffer.name + "." + params.slot(0).name) == 0)
       throw UserError("cannot resume: " + state_path + " has no \"" + buffer.name +
-                      "\" state, which this config keeps (\"ema\": the run that wrote it had ema_decay 0); resume "
-                      "with that run's settings, or start a new run with init_from \"scratch\"");
+                      "\" state, which this config's optimizer keeps" +
+                      (buffer.name == "ema" ? " (the run that wrote it had no weight average, ema_decay 0)" : "") +
+                      "; resume with that run's settings, or start a new run with init_from \"scratch\"");
   for (int i = 0; i < params.size(); ++i) {
     const auto& slot = params.slot(i);
     for (const NamedBuffer& buffer : optimizer_state.buffers)

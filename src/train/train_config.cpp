@@ -1,5 +1,6 @@
 #include "train/train_config.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -405,10 +406,12 @@ ConfigProblem find_config_problem(const TrainConfig& c) {
             "must be greater than warmup_iters (" + std::to_string(c.warmup_iters) + ") when decay_lr is true"};
   if (c.zero_stage == 1 && c.optimizer == OptimizerKind::muon)
     return {"zero_stage", "must be 0 with optimizer \"muon\" (its Newton-Schulz step needs each matrix whole)"};
-  if (c.muon_lr * c.muon_weight_decay >= 1)
-    return {"muon_weight_decay", "times muon_lr must be below 1 (the weights are multiplied by 1 - muon_lr " +
-                                     std::string("muon_weight_decay at the schedule's peak), got ") +
-                                     std::to_string(c.muon_lr * c.muon_weight_decay)};
+  // Muon's rate peaks at muon_lr, or above it when min_lr exceeds learning_rate.
+  const double muon_peak = c.muon_lr * std::max(1.0, c.min_lr / c.learning_rate);
+  if (c.optimizer == OptimizerKind::muon && muon_peak * c.muon_weight_decay >= 1)
+    return {"muon_weight_decay", "times Muon's highest rate must be below 1 (the weights are multiplied by 1 - rate " +
+                                     std::string("muon_weight_decay each step), got ") +
+                                     std::to_string(muon_peak * c.muon_weight_decay)};
   return {};
 }
 

@@ -66,6 +66,11 @@ void log_run_setup(const RunParts& run, const World& world, double tokens_per_it
                c.model.block_size, run.data->vocab().size(), run.optimizer->name(),
                c.ema_decay > 0 ? fmt::format(", evaluating and saving the weights' average (ema_decay {})", c.ema_decay)
                                : std::string());
+  if (c.ema_decay > 0 && c.max_time.seconds == 0 && 1.0 / (1.0 - c.ema_decay) > static_cast<double>(c.max_iters))
+    spdlog::warn(
+        "ema_decay {} averages about the last {:.0f} steps, more than the run's {} iterations: the model will be "
+        "the mean of every step's weights, the first ones included",
+        c.ema_decay, 1.0 / (1.0 - c.ema_decay), c.max_iters);
   spdlog::info("{}", describe_matmul(c.matmul_dtype()));
   spdlog::info(
       "data: {} train / {} val tokens ({}, vocab {}) from {}, token files in {}; {} tokens per iteration, windows {}",

@@ -1,14 +1,9 @@
 // ema_decay: an exponential moving average of the weights, which evaluations measure and the run's
-// model (model.safetensors) holds, while training goes on from the weights themselves. Averaging
-// the last few hundred steps' weights cancels much of their noise; on a small corpus it also
-// lowers the validation loss at the end of a decaying schedule.
-//
-// It is kept by the optimizer as one more state buffer, "ema", so the resume point, resuming on
-// another process count and ZeRO-1's sharding carry it as they carry the moments. After update
-// n = 1, 2, ... of the weights W:
-//   A = d A + (1 - d) W,   d = min(ema_decay, 1 - 1/n)
-// which is the plain mean of the weights so far until the window 1 / (1 - ema_decay) is full: the
-// average never holds the starting weights longer than a mean would, and needs no warmup key.
+// model holds while training goes on from the weights. Kept as the optimizer's state buffer "ema",
+// so resume points and ZeRO-1 carry it as they carry the moments. After update n = 1, 2, ...:
+//   A = d A + (1 - d) W,  d = min(ema_decay, 1 - 1/n)
+// the plain mean of the weights until the window 1 / (1 - ema_decay) is full: no warmup key, and
+// the starting weights never weigh more than in a mean.
 #pragma once
 
 #include <memory>
