@@ -114,6 +114,21 @@ TEST_F(Cli, BadTextFilesAreReportedBeforeTraining) {
   expect_error("train --config " + tiny() + " --data_path " + short_text, 2, {"val split", "smaller block_size"});
 }
 
+// With ema_decay the closing line says the losses are the average's: the resume point's weights
+// were never evaluated.
+TEST_F(Cli, TrainWithAnAverageSaysWhatItsLossesMeasured) {
+  const CommandResult plain = run_gpt("train --config " + tiny() + " --max_iters 4 --eval_interval 2");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  EXPECT_EQ(plain.output.find("average"), std::string::npos) << plain.output;
+  const CommandResult averaged =
+      run_gpt("train --config " + tiny() + " --max_iters 4 --eval_interval 2 --ema_decay 0.9");
+  ASSERT_EQ(averaged.exit_code, 0) << averaged.output;
+  EXPECT_NE(averaged.output.find("evaluating and saving the weights' average (ema_decay 0.9)"), std::string::npos)
+      << averaged.output;
+  EXPECT_NE(averaged.output.find(") of the weights' average: "), std::string::npos) << averaged.output;
+  EXPECT_NE(averaged.output.find("last iteration 4 (its average's val loss"), std::string::npos) << averaged.output;
+}
+
 TEST_F(Cli, TrainThenEvalRoundTrip) {
   const CommandResult train = run_gpt("train --config " + tiny());
   ASSERT_EQ(train.exit_code, 0) << train.output;

@@ -31,14 +31,15 @@ struct TrainOptions {
   ConfigFlags config_flags;
 };
 
-// The two files a run leaves and what each holds: the best evaluation's weights, and the last
-// iteration for init_from "resume".
-std::string describe_saved_files(const TrainResult& result, const std::string& out_dir) {
+// The two files a run leaves and what each holds: the best evaluation's weights (their average
+// with ema_decay: what the evaluations measured), and the last iteration for init_from "resume".
+std::string describe_saved_files(const TrainResult& result, const std::string& out_dir, bool averaged) {
   std::string best = fmt::format("best val loss {:.4f}", result.best_val_loss);
   if (result.best_iter >= 0) best += fmt::format(" (iteration {})", result.best_iter);
-  const std::string last_loss = result.last_eval_iter == result.final_iter
-                                    ? fmt::format("val loss {:.4f}", result.last_val_loss)
-                                    : std::string("not evaluated");
+  if (averaged) best += " of the weights' average";
+  const std::string last_loss = result.last_eval_iter != result.final_iter ? std::string("not evaluated")
+                                : averaged ? fmt::format("its average's val loss {:.4f}", result.last_val_loss)
+                                           : fmt::format("val loss {:.4f}", result.last_val_loss);
   return fmt::format("{}: {}; last iteration {} ({}): {}", best, model_path(out_dir), result.final_iter, last_loss,
                      resume_path(out_dir));
 }
@@ -71,11 +72,11 @@ int run_train(TrainOptions& options, const World& world) {
     spdlog::info("stopped in {}, before the first iteration", format_duration(result.wall_seconds));
   else if (world.is_root() && result.stop_signal)
     spdlog::info("stopped in {} ({:.0f} tokens/s); {}", format_duration(result.wall_seconds), result.tokens_per_second,
-                 describe_saved_files(result, config.out_dir));
+                 describe_saved_files(result, config.out_dir, config.ema_decay > 0));
   else if (world.is_root())
     spdlog::info("done: {} iterations in {} ({:.0f} tokens/s); {}", result.iterations,
                  format_duration(result.wall_seconds), result.tokens_per_second,
-                 describe_saved_files(result, config.out_dir));
+                 describe_saved_files(result, config.out_dir, config.ema_decay > 0));
   return result.stop_signal ? 128 + result.stop_signal : 0;
 }
 
