@@ -220,14 +220,6 @@ void Dataset::check_fits(int64_t block_size, bool needs_val) const {
   if (needs_val) check(val_, "val");
 }
 
-std::optional<DataOrder> parse_data_order(const std::string& text) {
-  if (text == "random") return DataOrder::random;
-  if (text == "epochs") return DataOrder::epochs;
-  return std::nullopt;
-}
-
-const char* data_order_name(DataOrder order) { return order == DataOrder::random ? "random" : "epochs"; }
-
 namespace {
 
 void size_batch(TokenView split, int64_t B, int64_t T, Batch& batch) {

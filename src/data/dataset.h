@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,14 +17,6 @@
 #include "data/vocab.h"
 
 namespace gpt {
-
-// How training draws its windows (data_order). random: nanoGPT's, each row a window at an offset
-// drawn on its own, so some windows come twice before others once. epochs: each epoch cuts the
-// split into W = (n - 1) / T windows of T on a grid shifted by a random 0 .. (n - 1) mod T, and every
-// row takes the next window of a random order of them: each one exactly once per epoch.
-enum class DataOrder { random, epochs };
-std::optional<DataOrder> parse_data_order(const std::string& text);
-const char* data_order_name(DataOrder order);
 
 struct Batch {
   std::vector<int32_t> inputs;   // [B, T]

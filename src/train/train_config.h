@@ -10,7 +10,7 @@
 
 #include <nlohmann/json_fwd.hpp>
 
-#include "data/dataset.h"
+#include "data/data_order.h"
 #include "data/prepare.h"
 #include "data/vocab.h"
 #include "kernels/dtype.h"

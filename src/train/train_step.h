@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/graph.h"
+#include "data/data_order.h"
 #include "data/dataset.h"
 #include "model/gpt.h"
 #include "train/gradient_sync.h"
