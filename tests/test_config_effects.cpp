@@ -82,6 +82,48 @@ TEST(LrSchedule, WarmsUpLinearlyDecaysAlongACosineAndHoldsTheFloor) {
   for (int64_t it : {0, 5, 10, 60, 110, 1000}) EXPECT_EQ(constant.at(it), 1.0) << it;
 }
 
+// lr_cooldown_fraction holds learning_rate until the last part of the span, then the shape falls
+// from it to min_lr in that part: a straight line, or half a cosine.
+TEST(LrSchedule, HoldsTheRateUntilTheCooldownThenFallsInItsShape) {
+  const LrSchedule linear{1.0, 0.1, 10, 110, true, LrDecayShape::linear, 0.4};
+  for (int64_t it = 10; it <= 70; ++it) EXPECT_EQ(linear.at(it), 1.0) << it;
+  EXPECT_NEAR(linear.at(90), 0.55, 1e-12);  // halfway along the cooldown
+  EXPECT_NEAR(linear.at(100), 0.1 + 0.9 * 0.25, 1e-12);
+  EXPECT_NEAR(linear.at(110), 0.1, 1e-12);
+  EXPECT_DOUBLE_EQ(linear.at(111), 0.1);
+  for (int64_t it = 72; it <= 110; ++it)
+    EXPECT_NEAR(linear.at(it - 1) - linear.at(it), 0.9 / 40, 1e-12) << it;  // a straight line
+  const LrSchedule cosine_half{1.0, 0.1, 10, 110, true, LrDecayShape::cosine, 0.5};
+  EXPECT_EQ(cosine_half.at(60), 1.0);
+  EXPECT_NEAR(cosine_half.at(85), 0.55, 1e-12);
+  EXPECT_NEAR(cosine_half.at(110), 0.1, 1e-12);
+  const LrSchedule linear_whole{1.0, 0.1, 10, 110, true, LrDecayShape::linear, 1.0};
+  EXPECT_NEAR(linear_whole.at(60), 0.55, 1e-12);
+  // The default (cosine, fraction 1) is nanoGPT's formula to the bit.
+  const LrSchedule nanogpt{3e-3, 2e-4, 7, 93, true};
+  for (int64_t it = 7; it <= 93; ++it) {
+    const double coeff = 0.5 * (1.0 + std::cos(M_PI * (static_cast<double>(it - 7) / 86.0)));
+    EXPECT_EQ(nanogpt.at(it), 2e-4 + coeff * (3e-3 - 2e-4)) << it;
+  }
+}
+
+// lr_decay_shape and lr_cooldown_fraction reach the run: the rates it logs are the schedule's.
+TEST_F(ConfigEffects, LrCooldownKeysShapeTheRatesTheRunTrainsAt) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.lr_decay_shape = LrDecayShape::linear;
+  c.lr_cooldown_fraction = 0.5;
+  c.lr_decay_iters = c.max_iters - 1;
+  run_training(c, nullptr);
+  const std::vector<double> rates = logged_learning_rates(c.out_dir);
+  ASSERT_EQ(rates.size(), static_cast<std::size_t>(c.max_iters));
+  // warmup 5, then the span 5 .. 19: held while (it - 5) / 14 < 0.5, then a straight fall to min_lr.
+  for (int64_t it = c.warmup_iters; it <= 11; ++it)
+    EXPECT_EQ(rates[static_cast<std::size_t>(it)], c.learning_rate) << it;
+  const double step = (c.learning_rate - c.min_lr) / 7;
+  for (int64_t it = 12; it < c.max_iters; ++it)
+    EXPECT_NEAR(rates[static_cast<std::size_t>(it)], c.min_lr + (19 - it) * step, 1e-15) << it;
+}
+
 // decay_lr false: every iteration trains at learning_rate, warmup included.
 TEST_F(ConfigEffects, DecayLrFalseTrainsAtTheLearningRateThroughout) {
   TrainConfig c = tiny_config(dir, corpus);

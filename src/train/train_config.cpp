@@ -251,11 +251,18 @@ std::vector<ConfigKey> optimizer_keys() {
        "\"adamw\", \"lion\" (Lion: use a 3-10x lower learning_rate, higher weight_decay) or \"muon\" (Muon on the "
        "blocks' matrices, AdamW with learning_rate on the rest)"},
       {"learning_rate", &field<&C::learning_rate>, "peak learning rate", KeyRange{0, kMaxFactor, true}},
-      {"decay_lr", &field<&C::decay_lr>, "warmup then cosine decay (false: constant learning rate)"},
+      {"decay_lr", &field<&C::decay_lr>, "warmup then decay (false: constant learning rate)"},
       {"warmup_iters", &field<&C::warmup_iters>, "linear warmup iterations", KeyRange{0, kMaxIterations}},
-      {"lr_decay_iters", &field<&C::lr_decay_iters>, "iteration at which the cosine decay reaches min_lr",
+      {"lr_decay_iters", &field<&C::lr_decay_iters>, "iteration at which the decay reaches min_lr",
        KeyRange{0, kMaxIterations}},
       {"min_lr", &field<&C::min_lr>, "final learning rate", KeyRange{0, kMaxFactor}},
+      {"lr_decay_shape", &field<&C::lr_decay_shape>,
+       "how the rate falls to min_lr: \"cosine\" (nanoGPT's) or \"linear\""},
+      {"lr_cooldown_fraction", &field<&C::lr_cooldown_fraction>,
+       "the last fraction of warmup_iters .. lr_decay_iters in which the rate falls; before it the rate stays at "
+       "learning_rate (1 = nanoGPT's decay from the end of warmup; 0.4 with \"linear\": a warmup-stable-decay "
+       "schedule)",
+       KeyRange{0, 1, true, false}},
       {"weight_decay", &field<&C::weight_decay>, "decoupled weight decay (on matrices and embeddings only)",
        KeyRange{0, kMaxFactor}},
       {"beta1", &field<&C::beta1>, "AdamW beta1", KeyRange{0, 1, false, true}},

@@ -28,6 +28,10 @@ struct InitFrom {
 
 enum class OptimizerKind { adamw, lion, muon };
 
+// The learning rate's fall from learning_rate to min_lr (lr_decay_shape): half a cosine (nanoGPT's)
+// or a straight line (the cooldown of a warmup-stable-decay schedule).
+enum class LrDecayShape { cosine, linear };
+
 // A span of time, written "600" (seconds), "90s", "10m", "1h30m" or "1.5h"; 0 is none.
 struct Duration {
   double seconds = 0;
@@ -64,6 +68,8 @@ struct TrainConfig {
   int64_t warmup_iters = 100;
   int64_t lr_decay_iters = 5000;
   double min_lr = 1e-4;
+  LrDecayShape lr_decay_shape = LrDecayShape::cosine;
+  double lr_cooldown_fraction = 1.0;
   double weight_decay = 0.1;
   double beta1 = 0.9;
   double beta2 = 0.99;
@@ -104,6 +110,16 @@ struct Setting<OptimizerKind> {
   static std::optional<OptimizerKind> parse(const std::string& text);
   static std::string text(OptimizerKind value);
   static constexpr const char* expected = "\"adamw\", \"lion\" or \"muon\"";
+};
+template <>
+struct Setting<LrDecayShape> {
+  static std::optional<LrDecayShape> parse(const std::string& text) {
+    if (text == "cosine") return LrDecayShape::cosine;
+    if (text == "linear") return LrDecayShape::linear;
+    return std::nullopt;
+  }
+  static std::string text(LrDecayShape value) { return value == LrDecayShape::cosine ? "cosine" : "linear"; }
+  static constexpr const char* expected = "\"cosine\" or \"linear\"";
 };
 template <>
 struct Setting<DtypeSetting> {
@@ -164,7 +180,7 @@ using ConfigMember =
     std::variant<ConfigField<int64_t>, ConfigField<double>, ConfigField<bool>, ConfigField<std::string>,
                  ConfigField<InitFrom>, ConfigField<OptimizerKind>, ConfigField<DtypeSetting>, ConfigField<VocabKind>,
                  ConfigField<Duration>, ConfigField<Norm>, ConfigField<Activation>, ConfigField<PosEncoding>,
-                 ConfigField<Bf16Arithmetic>, ConfigField<DataOrder>>;
+                 ConfigField<Bf16Arithmetic>, ConfigField<DataOrder>, ConfigField<LrDecayShape>>;
 
 // The values a numeric key takes: lo to hi, each end included unless marked open. Checked when a
 // config file or flag sets the key, so an absurd value (a budget of 1e308 hours) is an input

@@ -1,6 +1,6 @@
 // The training loop, with nanoGPT's train.py semantics: evaluate every eval_interval iterations
 // (and at max_iters), save when val loss improves (or always), gradient accumulation, global-norm
-// clipping, warmup + cosine schedule; a time budget (max_time) and early stopping (patience).
+// clipping, warmup + decay schedule (train/lr_schedule.h); a time budget (max_time) and early stopping (patience).
 // Logs through spdlog, writes out_dir/config.json, out_dir/metrics.jsonl and the checkpoint (see
 // io/checkpoint.h). An iteration is one optimizer update, counted from 0. The log keeps nanoGPT's
 // two line kinds: "iter N: loss ..." after iteration N trained, and "step N: train loss ..., val
