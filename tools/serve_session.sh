@@ -28,6 +28,10 @@ use_model() {
 start_server() {
   head -c 18 /dev/urandom | base64 >"$work/key"
   key_file=$work/key
+  # The files exist before the loop reads them: the server's own redirections open them only once its
+  # background job runs, and a read of a missing file would end the caller (set -e).
+  : >"$work/serve.out"
+  : >"$work/serve.err"
   "$gpt" serve --out_dir "$1" --port 0 --quiet --api_key_file "$key_file" >"$work/serve.out" 2>"$work/serve.err" &
   server=$!
   url=
