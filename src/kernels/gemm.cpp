@@ -60,7 +60,9 @@ Scratch& thread_scratch() {
 // of NR columns, each `steps` x NR). packed_a holds rows i0 .. i0+mc of this K block (MR-row
 // slivers, each `steps` x MR), or is null: op(A) is then read in place (float32 families), from
 // A or, when trans_a, from A^T. The last sliver runs the kernel for just its rows; a ragged last
-// column sliver runs on a local tile.
+// column sliver runs on a local tile. Tiles go A sliver by A sliver (each B sliver of the item
+// streams past one A sliver), or, for a family with b_slivers_outer and packed A, B sliver by B
+// sliver (BLIS's order: the packed A streams past one B sliver).
 template <typename Packed>
 void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const float* A, int64_t lda, int64_t p0,
                     const Packed* packed_a, const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0,
@@ -68,24 +70,25 @@ void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const floa
   const int64_t MR = family.MR, NR = family.NR, steps = family.steps(kc);
   const auto& in_place = family.in_place_a(trans_a);
   alignas(64) float edge[gemm_detail::kMaxTile];
-  for (int64_t ir = 0; ir < mc; ir += MR) {
-    const int64_t rows = std::min(MR, mc - ir);
+  const auto tile = [&](int64_t ir, int64_t jr) {
+    const int64_t rows = std::min(MR, mc - ir), cols = std::min(NR, j0 + nc - jr);
     const float* a_in_place = trans_a ? A + p0 * lda + (i0 + ir) : A + (i0 + ir) * lda + p0;
     const Packed* a = packed_a ? packed_a + ir * steps : reinterpret_cast<const Packed*>(a_in_place);
     const auto micro = (packed_a ? family.packed_a : in_place)[rows - 1];
-    for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
-      const int64_t cols = std::min(NR, j0 + nc - jr);
-      const Packed* b = packed_b + (jr / NR) * NR * steps;
-      float* c = C + (i0 + ir) * ldc + jr;
-      if (cols == NR) {
-        micro(steps, a, lda, b, c, ldc, load_c);
-        continue;
-      }
-      if (load_c)
-        for (int64_t r = 0; r < rows; ++r) std::memcpy(edge + r * NR, c + r * ldc, cols * sizeof(float));
-      micro(steps, a, lda, b, edge, NR, load_c);
-      for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
-    }
+    const Packed* b = packed_b + (jr / NR) * NR * steps;
+    float* c = C + (i0 + ir) * ldc + jr;
+    if (cols == NR) return micro(steps, a, lda, b, c, ldc, load_c);
+    if (load_c)
+      for (int64_t r = 0; r < rows; ++r) std::memcpy(edge + r * NR, c + r * ldc, cols * sizeof(float));
+    micro(steps, a, lda, b, edge, NR, load_c);
+    for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
+  };
+  if (family.b_slivers_outer && packed_a) {
+    for (int64_t jr = j0; jr < j0 + nc; jr += NR)
+      for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+  } else {
+    for (int64_t ir = 0; ir < mc; ir += MR)
+      for (int64_t jr = j0; jr < j0 + nc; jr += NR) tile(ir, jr);
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <utility>
 
 #include "kernels/cpu_features.h"
@@ -50,10 +51,20 @@ constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
   return {&micro_kernel<static_cast<int>(R) + 1, kRead>...};
 }
 
+// A^T (a weight gradient's dy^T) is packed rather than read in place: read in place, each k step
+// of a tile is a cache line lda floats from the last, and lda a multiple of 128 or 512 bytes maps
+// them to a few of L1's sets, so every micro-kernel call refetched its A lines from L2. A full
+// sliver's 6 rows are side by side in each stored row: one 24-byte copy per k.
 template <bool kRounded>
 GPT_TARGET_AVX2_FMA void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
                                 int64_t p0, int64_t kc, float* out) {
-  pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  if (kRounded || !trans_a) return pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  int64_t ir = 0;
+  for (; ir + kMR <= mc; ir += kMR, out += kMR * kc) {
+    const float* src = A + p0 * lda + i0 + ir;
+    for (int64_t k = 0; k < kc; ++k) std::memcpy(out + k * kMR, src + k * lda, kMR * sizeof(float));
+  }
+  if (ir < mc) pack_a_floats<false>(MR, true, A, lda, i0 + ir, mc - ir, p0, kc, out);
 }
 template <bool kRounded>
 GPT_TARGET_AVX2_FMA void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc,
@@ -116,9 +127,10 @@ constinit const KernelFamily<float> kAvx2{.name = "avx2-fma",
                                           .vector_width = 8,
                                           .packed_a = kernels<ARead::packed>(std::make_index_sequence<kMR>()),
                                           .direct_a = kernels<ARead::rows>(std::make_index_sequence<kMR>()),
-                                          .columns_a = kernels<ARead::columns>(std::make_index_sequence<kMR>()),
+                                          .columns_a = {},
                                           .pack_a = pack_a<false>,
                                           .pack_b = pack_b<false>,
+                                          .b_slivers_outer = true,
                                           .row_dots = row_dots_avx2};
 
 constinit const KernelFamily<float> kAvx2Rounded{.name = "avx2-fma-bf16",
