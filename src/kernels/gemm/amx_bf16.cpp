@@ -41,7 +41,9 @@ class HardwareTiles {
       config.bytes_per_row[t] = kRowBytes;
       config.rows[t] = 16;
     }
-    _tile_loadconfig(&config);
+    // Not _tile_loadconfig: GCC 12's asm says it reads 8 bytes, so the stores of the other 56 may
+    // be dropped and LDTILECFG reads stack garbage (#GP, or tiles left unconfigured: #UD).
+    asm volatile("ldtilecfg %0" ::"m"(config));
     configured = true;
   }
   template <int T>
