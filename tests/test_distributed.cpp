@@ -138,6 +138,16 @@ TEST_F(Distributed, MuonSameBitsOnOneAndTwoProcesses) {
   expect_same_run("two", "alone");
 }
 
+// The embedding tables' gradients are scatter-adds, summed across processes like any other; Muon
+// leaves the tables to AdamW on every process alike.
+TEST_F(Distributed, EmbeddingKeysSameBitsOnOneAndTwoProcesses) {
+  const std::vector<std::string> keys = {"--optimizer",        "muon", "--bigram_embedding", "true",
+                                         "--value_embeddings", "true"};
+  ASSERT_EQ(train_alone("alone", keys), 0) << log("alone");
+  ASSERT_EQ(train_on(2, "two", keys), 0) << log("two");
+  expect_same_run("two", "alone");
+}
+
 // ema_decay's average is one more state buffer: sharded under ZeRO-1, gathered for each evaluation.
 TEST_F(Distributed, WeightAverageSameBitsOnOneAndTwoProcessesShardedOrNot) {
   const std::vector<std::string> ema = {"--ema_decay", "0.8", "--always_save_checkpoint", "true"};

@@ -476,6 +476,12 @@ TEST(Gguf, RefusalsNameEveryBlockingKeyAndWriteNoFile) {
   learned_rms.norm = Norm::rmsnorm;
   learned_rms.mlp = Activation::swiglu;
   EXPECT_EQ(gguf_refusals(learned_rms).size(), 2u);
+  GptConfig embeddings = llama_config();
+  embeddings.bigram_embedding = true;
+  embeddings.value_embeddings = true;
+  ASSERT_EQ(gguf_refusals(embeddings).size(), 2u);
+  EXPECT_NE(gguf_refusals(embeddings)[0].find("bigram_embedding"), std::string::npos);
+  EXPECT_NE(gguf_refusals(embeddings)[1].find("value_embeddings"), std::string::npos);
 
   testing::ScratchDir dir;
   Gpt model(c);

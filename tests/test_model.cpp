@@ -3,6 +3,7 @@
 // larger than the machine is refused with its sizes).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "model/gpt.h"
 #include "model/gpt_memory.h"
 #include "ops/ops.h"
+#include "train/muon.h"
 
 namespace gpt {
 namespace {
@@ -181,6 +183,50 @@ TEST(GptConfig, AttentionKeysAreOffByDefaultAndRoundTrip) {
   expect_rejected("rope_theta", 0);
   expect_rejected("n_kv_head", 4);  // does not divide n_head 6
   expect_rejected("qk_norm", "yes");
+}
+
+// bigram_embedding: absent by default, round-tripped, a (V + 1) V x C table starting at zero,
+// counted as a lookup (not a product) by the FLOP estimate.
+TEST(Gpt, BigramEmbeddingIsAZeroTableOfEveryPairAndALookup) {
+  GptConfig config{.n_layer = 1, .n_head = 2, .n_embd = 16, .block_size = 8, .vocab_size = 11};
+  EXPECT_FALSE(config.to_json().contains("bigram_embedding"));
+  const Gpt plain(config);
+  config.bigram_embedding = true;
+  const nlohmann::json j = config.to_json();
+  EXPECT_EQ(j["bigram_embedding"], true);
+  EXPECT_TRUE(GptConfig::from_json(j, "new").bigram_embedding);
+  nlohmann::json bad = j;
+  bad["bigram_embedding"] = 1;
+  EXPECT_THROW(GptConfig::from_json(bad, "bad"), UserError);
+  Gpt model(config);
+  const Tensor wbe = model.params().tensor("transformer.wbe.weight");
+  EXPECT_EQ(wbe.shape, (Shape{12 * 11, 16}));
+  EXPECT_TRUE(std::all_of(wbe.data, wbe.data + wbe.numel(), [](float v) { return v == 0.0f; }));
+  EXPECT_EQ(static_cast<double>(model.params().parameter_count()), gpt_parameter_size(config).parameters);
+  EXPECT_EQ(model.flops_per_token(), plain.flops_per_token());
+  EXPECT_EQ(config.bigram_row(-1, 3), 11 * 11 + 3);  // the first position: row block V, "none"
+  EXPECT_EQ(config.bigram_row(10, 0), 10 * 11);
+}
+
+// value_embeddings: absent by default, round-tripped, a [V, n_kv_head hs] table per block but the
+// first, zero at the start, outside Muon's transformer.h. matrices, lookups for the FLOP estimate.
+TEST(Gpt, ValueEmbeddingsAreZeroTablesOfTheKvWidthFromBlock1) {
+  GptConfig config{.n_layer = 3, .n_head = 4, .n_embd = 16, .block_size = 8, .vocab_size = 11, .n_kv_head = 2};
+  EXPECT_FALSE(config.to_json().contains("value_embeddings"));
+  const Gpt plain(config);
+  config.value_embeddings = true;
+  EXPECT_EQ(config.to_json()["value_embeddings"], true);
+  EXPECT_TRUE(GptConfig::from_json(config.to_json(), "new").value_embeddings);
+  Gpt model(config);
+  EXPECT_EQ(model.params().index_of("transformer.ve.0.weight"), -1);
+  for (const char* name : {"transformer.ve.1.weight", "transformer.ve.2.weight"}) {
+    const Tensor ve = model.params().tensor(name);
+    EXPECT_EQ(ve.shape, (Shape{11, 2 * 4})) << name;
+    EXPECT_TRUE(std::all_of(ve.data, ve.data + ve.numel(), [](float v) { return v == 0.0f; })) << name;
+    EXPECT_FALSE(updated_by_muon(model.params().slot(model.params().index_of(name)))) << name;
+  }
+  EXPECT_EQ(static_cast<double>(model.params().parameter_count()), gpt_parameter_size(config).parameters);
+  EXPECT_EQ(model.flops_per_token(), plain.flops_per_token());
 }
 
 TEST(Gpt, RopeDropsThePositionEmbeddingAndGroupedQueryNarrowsCAttn) {

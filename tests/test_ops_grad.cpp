@@ -171,6 +171,16 @@ TEST(OpGrad, EmbeddingWithRepeatedIds) {
       inputs);
 }
 
+TEST(OpGrad, AddEmbeddingAtColumnsWithRepeatedIds) {
+  auto inputs = make_inputs({Shape{2, 3, 9}, Shape{4, 3}}, 29);
+  expect_gradcheck(
+      [](Graph& g, const std::vector<Tensor>& in) {
+        static const int32_t ids[] = {3, 0, 3, 1, 3, 0};
+        return add_embedding_at(g, in[0], in[1], ids, 5);
+      },
+      inputs);
+}
+
 TEST(OpGrad, LayernormWithAndWithoutBias) {
   auto with_bias = make_inputs({Shape{4, 7}, Shape{7}, Shape{7}}, 23);
   expect_gradcheck([](Graph& g, const std::vector<Tensor>& in) { return layernorm(g, in[0], in[1], in[2]); },

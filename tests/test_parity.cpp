@@ -122,6 +122,9 @@ TEST(PytorchParity, WithoutBiases) { check_parity("parity_nobias.safetensors"); 
 TEST(PytorchParity, ModernArchitecture) { check_parity("parity_modern.safetensors"); }
 // RoPE (no wpe), grouped-query attention (2 query heads sharing 1 kv head), QK-norm, rmsnorm.
 TEST(PytorchParity, RopeGroupedQueryAndQkNorm) { check_parity("parity_rope.safetensors"); }
+// bigram_embedding and value_embeddings (randomised tables, so the forward reads the rows it
+// picks), with RoPE and one kv head of two.
+TEST(PytorchParity, BigramAndValueEmbeddings) { check_parity("parity_embeddings.safetensors"); }
 
 // The MLP and head keys: mlp "swiglu" (c_fc = [W_gate; W_up]), an untied lm_head.weight and
 // logit_softcap 2 (which bends these logits), with norm "rmsnorm".

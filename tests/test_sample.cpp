@@ -23,6 +23,8 @@ struct Architecture {
   bool qk_norm = false;
   bool tie_embeddings = true;
   double logit_softcap = 0;
+  bool bigram_embedding = false;
+  bool value_embeddings = false;
 };
 // RoPE, grouped-query attention (4 query heads sharing 2 kv heads) and QK-norm together.
 const Architecture kModernAttention{.pos_encoding = PosEncoding::rope, .n_head = 4, .n_kv_head = 2, .qk_norm = true};
@@ -37,6 +39,8 @@ std::unique_ptr<Gpt> random_model(int64_t block_size = 8, bool bias = true, Dtyp
   c.qk_norm = arch.qk_norm;
   c.tie_embeddings = arch.tie_embeddings;
   c.logit_softcap = arch.logit_softcap;
+  c.bigram_embedding = arch.bigram_embedding;
+  c.value_embeddings = arch.value_embeddings;
   c.n_layer = 2;
   c.n_head = arch.n_head;
   c.n_embd = 16;
@@ -276,8 +280,8 @@ TEST(KvCache, Bfloat16GenerationMatchesRecomputation) {
   expect_same_generation(3, 20, 4, 1.0, 8, Dtype::bfloat16);
 }
 
-void expect_prefill_matches_forward(Dtype dtype) {
-  auto model = random_model(8, false, dtype);
+void expect_prefill_matches_forward(Dtype dtype, Architecture arch = {}) {
+  auto model = random_model(8, false, dtype, arch);
   const std::vector<int32_t> tokens = {1, 4, 2, 12, 0, 7, 7, 3};
   Generator generator(*model);
   std::vector<float> cached;
@@ -297,6 +301,59 @@ void expect_prefill_matches_forward(Dtype dtype) {
 TEST(KvCache, PrefillLogitsMatchTheTrainingForward) {
   expect_prefill_matches_forward(Dtype::float32);
   expect_prefill_matches_forward(Dtype::bfloat16);
+}
+
+// bigram_embedding: each row's wbe row pairs it with the token before it, also across appends
+// (the second append's first row follows the first append's last token) and in re-encoded
+// windows (whose first position has none, as a training window's).
+const Architecture kBigram{.bigram_embedding = true};
+const Architecture kBigramRope{.norm = Norm::rmsnorm, .pos_encoding = PosEncoding::rope, .bigram_embedding = true};
+
+TEST(KvCache, BigramEmbeddingMatchesRecomputation) {
+  for (const Architecture& arch : {kBigram, kBigramRope}) {
+    SCOPED_TRACE(arch.pos_encoding == PosEncoding::rope ? "rope" : "learned");
+    expect_prefill_matches_forward(Dtype::float32, arch);
+    expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, arch);
+    expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, arch);    // shifted windows re-encoded
+    expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, arch);  // split by rows
+  }
+}
+
+TEST(KvCache, BigramEmbeddingGivesTheSameBitsOnAnyThreadCount) { expect_same_bits_on_any_thread_count(kBigramRope); }
+
+// value_embeddings, added in place to the v columns each thread wrote (split by rows or by output
+// columns), with grouped-query attention's narrower v.
+const Architecture kValueEmbeddings{
+    .pos_encoding = PosEncoding::rope, .n_head = 4, .n_kv_head = 2, .value_embeddings = true};
+
+TEST(KvCache, ValueEmbeddingsMatchRecomputation) {
+  expect_prefill_matches_forward(Dtype::float32, kValueEmbeddings);
+  expect_same_generation(1, 30, 0, 0.0, 8, Dtype::float32, kValueEmbeddings);
+  expect_same_generation(2, 40, 3, 1.0, 8, Dtype::float32, kValueEmbeddings);
+  expect_same_generation(25, 30, 0, 1.0, 40, Dtype::float32, kValueEmbeddings);  // split by rows
+}
+
+TEST(KvCache, ValueEmbeddingsGiveTheSameBitsOnAnyThreadCount) {
+  expect_same_bits_on_any_thread_count(kValueEmbeddings);
+}
+
+// A copied sequence continues as its original (gpt serve's n > 1 samples share one prompt's cache),
+// with the bigram embedding's previous token copied too.
+TEST(KvCache, CopiedSequenceContinuesAsItsOriginal) {
+  for (const Architecture& arch : {Architecture{}, kBigramRope}) {
+    auto model = random_model(8, true, Dtype::float32, arch);
+    const std::vector<int32_t> prompt = {3, 9, 4};
+    const int32_t next = 7;
+    Generator alone(*model, 1);
+    alone.append(prompt.data(), 3);
+    const float* expected = alone.append(&next, 1);
+    const std::vector<float> original(expected, expected + model->config().vocab_size);
+    Generator batch(*model, 2);
+    batch.append_to({0}, prompt.data(), 3);
+    batch.copy_sequence(0, 1);
+    const float* copied = batch.append_to({1}, &next, 1);
+    for (int64_t v = 0; v < model->config().vocab_size; ++v) EXPECT_EQ(copied[v], original[v]) << "logit " << v;
+  }
 }
 
 TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {

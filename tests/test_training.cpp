@@ -80,21 +80,13 @@ TEST_F(Training, ThreadCountDoesNotChangeTheResult) {
 
 // The attention keys' paths (RoPE, QK-norm, grouped-query attention's backward by kv head) too.
 TEST_F(Training, AttentionKeysThreadCountDoesNotChangeTheResult) {
-  const testing::ThreadCount restore;
   TrainConfig c = tiny_config(dir, corpus);
   c.model.n_embd = 64;
   c.model.pos_encoding = PosEncoding::rope;
   c.model.n_kv_head = 1;
   c.model.qk_norm = true;
   c.batch_size = 16;
-  std::vector<LoggedRun> runs;
-  for (int threads : {1, 3}) {
-    omp_set_num_threads(threads);
-    run_training(c, nullptr);
-    runs.push_back(read_metrics(c.out_dir));
-  }
-  EXPECT_EQ(runs[0].train, runs[1].train);
-  EXPECT_EQ(runs[0].val, runs[1].val);
+  expect_thread_count_does_not_change_the_run(c);
 }
 
 // dtype bfloat16: thread-independent like float32, close to it but not the same, and the
@@ -346,20 +338,10 @@ TEST_F(Training, ModernArchitectureResumesReloadsAndMustMatch) {
   EXPECT_EQ(load_model(c.out_dir).model->config().mlp, Activation::relu2);
   c.init_from = {InitKind::resume, ""};
   c.model.norm = Norm::layernorm;
-  try {
-    run_training(c, nullptr);
-    FAIL() << "expected an error";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("norm"), std::string::npos) << e.what();
-  }
+  expect_error_naming(c, "norm");
   c.model.norm = Norm::rmsnorm;
   c.model.mlp = Activation::gelu;
-  try {
-    run_training(c, nullptr);
-    FAIL() << "expected an error";
-  } catch (const UserError& e) {
-    EXPECT_NE(std::string(e.what()).find("mlp"), std::string::npos) << e.what();
-  }
+  expect_error_naming(c, "mlp");
 }
 
 // RoPE, grouped-query attention and QK-norm, likewise.
@@ -377,18 +359,40 @@ TEST_F(Training, AttentionKeysResumeReloadAndMustMatch) {
   EXPECT_EQ(loaded.kv_heads(), 1);
   EXPECT_TRUE(loaded.qk_norm);
   c.init_from = {InitKind::resume, ""};
-  for (const char* key : {"pos_encoding", "rope_theta", "n_kv_head", "qk_norm"}) {
+  TrainConfig other = c;
+  other.model.pos_encoding = PosEncoding::learned;
+  expect_error_naming(other, "pos_encoding");
+  other = c;
+  other.model.rope_theta = 10000.0;
+  expect_error_naming(other, "rope_theta");
+  other = c;
+  other.model.n_kv_head = 0;
+  expect_error_naming(other, "n_kv_head");
+  other = c;
+  other.model.qk_norm = false;
+  expect_error_naming(other, "qk_norm");
+}
+
+// The embedding keys (bigram and value embeddings): thread-independent (their scatter-add
+// backward included), a run resumes exactly and reloads with them, a disagreeing resume names the key.
+TEST_F(Training, EmbeddingKeysAreThreadIndependentResumeReloadAndMustMatch) {
+  TrainConfig c = tiny_config(dir, corpus);
+  c.model.n_embd = 64;
+  c.model.pos_encoding = PosEncoding::rope;
+  c.model.bigram_embedding = true;
+  c.model.value_embeddings = true;
+  c.batch_size = 16;
+  expect_thread_count_does_not_change_the_run(c);
+  expect_resumed_run_reproduces(c, dir.file("split"));
+  const GptConfig loaded = load_model(c.out_dir).model->config();
+  EXPECT_TRUE(loaded.bigram_embedding);
+  EXPECT_TRUE(loaded.value_embeddings);
+  c.init_from = {InitKind::resume, ""};
+  for (auto [key, field] : {std::pair{"bigram_embedding", &GptConfig::bigram_embedding},
+                            std::pair{"value_embeddings", &GptConfig::value_embeddings}}) {
     TrainConfig other = c;
-    if (std::string(key) == "pos_encoding") other.model.pos_encoding = PosEncoding::learned;
-    if (std::string(key) == "rope_theta") other.model.rope_theta = 10000.0;
-    if (std::string(key) == "n_kv_head") other.model.n_kv_head = 0;
-    if (std::string(key) == "qk_norm") other.model.qk_norm = false;
-    try {
-      run_training(other, nullptr);
-      ADD_FAILURE() << "expected an error for " << key;
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
+    other.model.*field = false;
+    expect_error_naming(other, key);
   }
 }
 
@@ -407,14 +411,6 @@ TEST_F(Training, MlpAndHeadKeysResumeReloadAndMustMatch) {
   EXPECT_FALSE(saved.tie_embeddings);
   EXPECT_EQ(saved.logit_softcap, 15);
   c.init_from = {InitKind::resume, ""};
-  auto expect_error_naming = [&](TrainConfig changed, const std::string& key) {
-    try {
-      run_training(changed, nullptr);
-      FAIL() << "expected an error naming " << key;
-    } catch (const UserError& e) {
-      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
-    }
-  };
   TrainConfig changed = c;
   changed.model.mlp_hidden = 0;
   expect_error_naming(changed, "mlp_hidden");

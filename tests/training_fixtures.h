@@ -2,6 +2,7 @@
 // a tiny config, and the losses a run logged to metrics.jsonl.
 #pragma once
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "core/rng.h"
 #include "data/dataset.h"
 #include "io/checkpoint.h"
+#include "thread_count.h"
 #include "train/train_config.h"
 #include "train/trainer.h"
 
@@ -122,6 +124,30 @@ inline LoggedRun read_metrics(const std::string& out_dir) {
       run.val.emplace_back(j["iter"].get<int64_t>(), j["val_loss"].get<double>());
   }
   return run;
+}
+
+// Trains `c` on 1 and on 3 threads: the logged losses must be the same bits.
+inline void expect_thread_count_does_not_change_the_run(const TrainConfig& c) {
+  const testing::ThreadCount restore;
+  std::vector<LoggedRun> runs;
+  for (int threads : {1, 3}) {
+    omp_set_num_threads(threads);
+    run_training(c, nullptr);
+    runs.push_back(read_metrics(c.out_dir));
+  }
+  EXPECT_EQ(runs[0].train, runs[1].train);
+  EXPECT_EQ(runs[0].val, runs[1].val);
+}
+
+// Training with `c` must stop with a UserError that names `key` (a resume whose config disagrees
+// with its checkpoint's).
+inline void expect_error_naming(const TrainConfig& c, const std::string& key) {
+  try {
+    run_training(c, nullptr);
+    ADD_FAILURE() << "expected an error naming " << key;
+  } catch (const UserError& e) {
+    EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+  }
 }
 
 // Trains `c` uninterrupted, then again in two halves (max_iters 10, then resumed in another

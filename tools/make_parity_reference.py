@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""Writes tests/data/parity_{bias,nobias,modern,mlp,rope}.safetensors: a tiny nanoGPT model's
+"""Writes tests/data/parity_{bias,nobias,modern,mlp,rope,embeddings}.safetensors: a tiny nanoGPT model's
 weights, a batch, its logits, loss and every parameter gradient, then the losses and weights after a
 few AdamW steps with gradient clipping and the warmup + cosine schedule ("modern": with the
 modern-architecture config keys set: norm "rmsnorm", mlp "relu2"; "mlp": norm "rmsnorm", mlp
 "swiglu", an untied head and logit_softcap 2, small enough to bend these logits; "rope":
-pos_encoding "rope", n_kv_head 1 of n_head 2, qk_norm, norm "rmsnorm"). tests/test_parity.cpp checks
-our engine against these files, so CI needs no PyTorch. Regenerate all, or the ones named, with:
-    /usr/bin/python3 tools/make_parity_reference.py [bias nobias modern mlp rope]
+pos_encoding "rope", n_kv_head 1 of n_head 2, qk_norm, norm "rmsnorm"; "embeddings":
+bigram_embedding and value_embeddings with pos_encoding "rope" and n_kv_head 1, their tables
+randomised). tests/test_parity.cpp checks our engine against these files, so CI needs no PyTorch. Regenerate all, or the ones named, with:
+    /usr/bin/python3 tools/make_parity_reference.py [bias nobias modern mlp rope embeddings]
 """
 import json
 import os
@@ -34,6 +35,10 @@ def make(bias, seed, file_name=None, **modern):
             for name, p in model.named_parameters():
                 if name.endswith('.bias') or 'ln_' in name:
                     p.add_(0.1 * torch.randn_like(p))
+    with torch.no_grad():  # the embedding tables start at zero: nonzero rows, so that the forward reads them
+        for name, p in model.transformer.named_parameters():
+            if name.startswith(('wbe.', 've.')):
+                p.normal_(0.0, 0.1)
     B, T = 3, 8
     idx = torch.randint(0, config.vocab_size, (B, T))
     targets = torch.randint(0, config.vocab_size, (B, T))
@@ -85,6 +90,8 @@ REFERENCES = {
                         logit_softcap=2.0),
     'rope': lambda: make(bias=False, seed=4, file_name='rope', norm='rmsnorm', pos_encoding='rope', n_kv_head=1,
                          qk_norm=True),
+    'embeddings': lambda: make(bias=False, seed=5, file_name='embeddings', norm='rmsnorm', pos_encoding='rope',
+                               n_kv_head=1, bigram_embedding=True, value_embeddings=True),
 }
 
 if __name__ == '__main__':

@@ -33,6 +33,8 @@ class GPTConfig:
     mlp_hidden: int = 0  # 0: 4 n_embd, for swiglu the multiple of 32 nearest to 8 n_embd / 3
     tie_embeddings: bool = True  # False: lm_head.weight of its own
     logit_softcap: float = 0.0  # > 0: logits = cap * tanh(logits / cap)
+    bigram_embedding: bool = False  # wbe[(previous or V) * V + token] added to the token embedding
+    value_embeddings: bool = False  # blocks 1.. add ve.<layer>[token] to v
     attention: str = 'auto'  # 'sdpa': F.scaled_dot_product_attention, 'manual': masked softmax, 'auto': sdpa if any
 
     def mlp_width(self):
@@ -113,9 +115,11 @@ class CausalSelfAttention(nn.Module):
         self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
                              .view(1, 1, config.block_size, config.block_size))
 
-    def forward(self, x):
+    def forward(self, x, ve=None):
         B, T, C = x.size()
         q, k, v = self.c_attn(x).split([self.n_embd, self.kv_width, self.kv_width], dim=2)
+        if ve is not None:  # value embeddings: the token's row added to v, before the head split
+            v = v + ve
         k = k.view(B, T, self.n_kv_head, C // self.n_head).transpose(1, 2)
         q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
         v = v.view(B, T, self.n_kv_head, C // self.n_head).transpose(1, 2)
@@ -177,8 +181,8 @@ class Block(nn.Module):
         self.ln_2 = make_norm(config)
         self.mlp = MLP(config)
 
-    def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
+    def forward(self, x, ve=None):
+        x = x + self.attn(self.ln_1(x), ve)
         x = x + self.mlp(self.ln_2(x))
         return x
 
@@ -190,6 +194,12 @@ class GPT(nn.Module):
         modules = dict(wte=nn.Embedding(config.vocab_size, config.n_embd))
         if config.pos_encoding == 'learned':  # RoPE has no position embedding
             modules['wpe'] = nn.Embedding(config.block_size, config.n_embd)
+        if config.bigram_embedding:  # a row per (previous or none, token) pair
+            modules['wbe'] = nn.Embedding((config.vocab_size + 1) * config.vocab_size, config.n_embd)
+        if config.value_embeddings:  # blocks 1.. (block 0's input is the embedding itself)
+            kv_width = (config.n_kv_head or config.n_head) * (config.n_embd // config.n_head)
+            modules['ve'] = nn.ModuleDict({str(l): nn.Embedding(config.vocab_size, kv_width)
+                                           for l in range(1, config.n_layer)})
         modules.update(
             drop=nn.Dropout(config.dropout),
             h=nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
@@ -203,6 +213,9 @@ class GPT(nn.Module):
         for pn, p in self.named_parameters():
             if pn.endswith('c_proj.weight'):
                 torch.nn.init.normal_(p, mean=0.0, std=0.02 / math.sqrt(2 * config.n_layer))
+        for name, p in self.transformer.named_parameters():  # zero: the model starts as the one without them
+            if name.startswith(('wbe.', 've.')):
+                torch.nn.init.zeros_(p)
 
     def _init_weights(self, module):
         if isinstance(module, nn.Linear):
@@ -218,9 +231,14 @@ class GPT(nn.Module):
         x = self.transformer.wte(idx)
         if self.config.pos_encoding == 'learned':
             x = x + self.transformer.wpe(pos)
+        if self.config.bigram_embedding:  # the window's first position pairs with "none" (row V)
+            V = self.config.vocab_size
+            previous = torch.cat([torch.full_like(idx[:, :1], V), idx[:, :-1]], dim=1)
+            x = x + self.transformer.wbe(previous * V + idx)
         x = self.transformer.drop(x)
-        for block in self.transformer.h:
-            x = block(x)
+        for l, block in enumerate(self.transformer.h):
+            has_ve = self.config.value_embeddings and l > 0
+            x = block(x, self.transformer.ve[str(l)](idx) if has_ve else None)
         x = self.transformer.ln_f(x)
         if targets is not None:
             logits = self.softcap(self.lm_head(x))

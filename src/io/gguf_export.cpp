@@ -161,6 +161,14 @@ std::vector<std::string> gguf_refusals(const GptConfig& c) {
     why.push_back(
         "logit_softcap " + shortest(c.logit_softcap) +
         ": llama.cpp's gpt2, llama and qwen3 architectures do not cap the logits (train with logit_softcap 0)");
+  if (c.bigram_embedding)
+    why.push_back(
+        "bigram_embedding: no llama.cpp architecture adds an embedding of the previous and current token (train "
+        "with bigram_embedding false)");
+  if (c.value_embeddings)
+    why.push_back(
+        "value_embeddings: no llama.cpp architecture adds a token's embedding to attention's values (train with "
+        "value_embeddings false)");
   if (c.mlp == Activation::relu2)
     why.push_back(
         "mlp \"relu2\": no llama.cpp architecture of this shape squares a ReLU (use \"gelu\" with learned "

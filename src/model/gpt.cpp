@@ -17,6 +17,7 @@ namespace {
 struct TapeExecutor {
   using Value = Tensor;
   Graph& g;
+  const GptConfig& config;
   const int32_t* idx;
   int64_t B, T, n_head, n_kv_head;
   const RopeTable& rope_table;
@@ -25,9 +26,27 @@ struct TapeExecutor {
   bool training;
   Dtype matmul_dtype;
 
-  Tensor embed(const Tensor& wte, const Tensor& wpe) {
-    if (!defined(wpe)) return gpt::dropout(g, embedding(g, wte, idx, Shape{B, T}), dropout, rng, training);
-    return token_position_embedding(g, wte, wpe, idx, B, T, dropout, rng, training);
+  Tensor embed(const Tensor& wte, const Tensor& wpe, const Tensor& wbe) {
+    if (!defined(wbe)) {
+      if (!defined(wpe)) return gpt::dropout(g, embedding(g, wte, idx, Shape{B, T}), dropout, rng, training);
+      return token_position_embedding(g, wte, wpe, idx, B, T, dropout, rng, training);
+    }
+    const Tensor tokens = defined(wpe) ? token_position_embedding(g, wte, wpe, idx, B, T, 0.0f, rng, false)
+                                       : embedding(g, wte, idx, Shape{B, T});
+    const Tensor bigrams = embedding(g, wbe, bigram_rows(), Shape{B, T});
+    return gpt::dropout(g, add(g, tokens, bigrams), dropout, rng, training);
+  }
+  // Each position's wbe row, the previous token taken from the same window.
+  const int32_t* bigram_rows() {
+    auto* rows = static_cast<int32_t*>(g.arena().allocate_bytes(B * T * sizeof(int32_t)));
+    for (int64_t b = 0; b < B; ++b)
+      for (int64_t t = 0; t < T; ++t)
+        rows[b * T + t] = static_cast<int32_t>(config.bigram_row(t > 0 ? idx[b * T + t - 1] : -1, idx[b * T + t]));
+    return rows;
+  }
+  Tensor value_embed(const Tensor& qkv, const Tensor& ve) {
+    const int64_t hs = qkv.shape[qkv.shape.rank - 1] / (n_head + 2 * n_kv_head);
+    return add_embedding_at(g, qkv, ve, idx, (n_head + n_kv_head) * hs);
   }
   Tensor qk_norm(const Tensor& qkv) {
     return qk_rmsnorm(g, qkv, static_cast<int>(n_head), static_cast<int>(n_kv_head));
@@ -74,6 +93,7 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
                          Rng& dropout_rng) {
   GPT_CHECK(T >= 1 && T <= config_.block_size, "sequence length " + std::to_string(T) + " outside [1, block_size]");
   TapeExecutor executor{.g = g,
+                        .config = config_,
                         .idx = idx,
                         .B = B,
                         .T = T,
@@ -91,10 +111,12 @@ Gpt::Output Gpt::forward(Graph& g, const int32_t* idx, int64_t B, int64_t T, con
 }
 
 double Gpt::flops_per_token() const {
-  // The embeddings are lookups, not products: wpe (absent with rope) never counts, wte only as the
-  // tied head.
-  const int64_t lookups = (defined(weights_.wpe) ? weights_.wpe.numel() : 0) +
-                          (config_.tie_embeddings ? 0 : config_.vocab_size * config_.n_embd);
+  // The embeddings are lookups, not products: wpe (absent with rope), wbe and the value embeddings
+  // never count, wte only as the tied head.
+  int64_t lookups = 0;
+  for (const BlockWeights& b : weights_.blocks) lookups += defined(b.ve) ? b.ve.numel() : 0;
+  lookups += (defined(weights_.wpe) ? weights_.wpe.numel() : 0) + (defined(weights_.wbe) ? weights_.wbe.numel() : 0) +
+             (config_.tie_embeddings ? 0 : config_.vocab_size * config_.n_embd);
   const double N = static_cast<double>(params_.parameter_count() - lookups);
   return 6.0 * N +
          12.0 * static_cast<double>(config_.n_layer * config_.n_head * config_.head_size() * config_.block_size);

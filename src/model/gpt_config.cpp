@@ -53,6 +53,8 @@ nlohmann::json GptConfig::to_json() const {
   if (mlp_hidden != 0) j["mlp_hidden"] = mlp_hidden;
   if (!tie_embeddings) j["tie_embeddings"] = false;
   if (logit_softcap != 0) j["logit_softcap"] = logit_softcap;
+  if (bigram_embedding) j["bigram_embedding"] = true;
+  if (value_embeddings) j["value_embeddings"] = true;
   return j;
 }
 
@@ -96,6 +98,13 @@ GptConfig GptConfig::from_json(const nlohmann::json& j, const std::string& sourc
     if (!j["logit_softcap"].is_number() || !(j["logit_softcap"].get<double>() >= 0))
       throw UserError(source + ": model config key \"logit_softcap\" is not a number >= 0", ExitCode::runtime);
     c.logit_softcap = j["logit_softcap"].get<double>();
+  }
+  for (auto [key, field] : {std::pair{"bigram_embedding", &GptConfig::bigram_embedding},
+                            std::pair{"value_embeddings", &GptConfig::value_embeddings}}) {
+    if (!j.contains(key)) continue;
+    if (!j[key].is_boolean())
+      throw UserError(source + ": model config key \"" + key + "\" is not true or false", ExitCode::runtime);
+    c.*field = j[key].get<bool>();
   }
   if (c.n_embd % c.n_head != 0)
     throw UserError(source + ": model config n_embd " + std::to_string(c.n_embd) + " is not divisible by n_head " +

@@ -38,12 +38,19 @@ struct GptConfig {
   int64_t mlp_hidden = 0;             // the MLP's hidden width; 0: automatic (mlp_width())
   bool tie_embeddings = true;         // the head is wte (GPT-2); false: a separate lm_head.weight
   double logit_softcap = 0;           // > 0: logits = cap * tanh(logits / cap); 0: off
+  bool bigram_embedding = false;      // adds wbe[(previous or V) * V + token] to each token's embedding
+  bool value_embeddings = false;      // every block but the first adds ve[token] to its v
   // Attention: position encoding, grouped-query attention, QK-norm (applied before RoPE).
   PosEncoding pos_encoding = PosEncoding::learned;  // rope: no wpe weight
   double rope_theta = 10000.0;                      // RoPE base: pair i turns by pos * theta^(-2i/hs)
   int64_t n_kv_head = 0;                            // key/value heads, dividing n_head; 0: n_head
   bool qk_norm = false;                             // weightless RMSNorm over each head's q and k
   int64_t kv_heads() const { return n_kv_head == 0 ? n_head : n_kv_head; }
+  // With bigram_embedding: wbe's row for `token` after `previous` (-1: none, at a window's first
+  // position, so that a window's embeddings never depend on what came before it).
+  int64_t bigram_row(int32_t previous, int32_t token) const {
+    return (previous < 0 ? vocab_size : previous) * vocab_size + token;
+  }
 
   int64_t head_size() const { return n_embd / n_head; }
   // The MLP's hidden width: mlp_hidden, or automatically 4 n_embd, and for swiglu (whose two input

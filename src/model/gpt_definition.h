@@ -4,9 +4,11 @@
 //   StepExecutor (sample/generator.cpp) KV-cached generation: kernels inside one OpenMP region,
 //                                       split by rows or by columns, last rows only at the end.
 // An executor provides a Value type and these steps:
-//   embed(wte, wpe)                   token + position embeddings (then dropout in training);
-//                                     wpe absent with RoPE: the token embeddings alone
+//   embed(wte, wpe, wbe)              token + position + bigram embeddings (then dropout in
+//                                     training); wpe absent with RoPE, wbe without
+//                                     bigram_embedding (its row: config.bigram_row())
 //   norm_linear(x, norm, linear)      norm(x) W^T + b (layernorm or rmsnorm: norm.kind)
+//   value_embed(qkv, ve)              v + ve[token] in each row's v (value embeddings)
 //   qk_norm(qkv)                      weightless RMSNorm over each q and k head (QK-norm)
 //   rope(qkv)                         rotary position embeddings on each q and k head, at each
 //                                     row's position in its sequence
@@ -31,12 +33,13 @@ namespace gpt {
 // positions, as GPT-2) or, with pos_encoding rope, in every attention's q and k.
 template <class Executor>
 typename Executor::Value run_gpt(const GptConfig& config, const GptWeights& w, Executor& ex) {
-  typename Executor::Value x = ex.embed(w.wte, w.wpe);
+  typename Executor::Value x = ex.embed(w.wte, w.wpe, w.wbe);
   for (int64_t l = 0; l < config.n_layer; ++l) {
     const BlockWeights& b = w.blocks[static_cast<std::size_t>(l)];
     // Pre-norm block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
     typename Executor::Value qkv = ex.norm_linear(x, b.ln_1, b.c_attn);
-    if (config.qk_norm) qkv = ex.qk_norm(qkv);  // before RoPE, as modded-nanogpt
+    if (config.value_embeddings && l > 0) qkv = ex.value_embed(qkv, b.ve);  // block 0 has none
+    if (config.qk_norm) qkv = ex.qk_norm(qkv);                              // before RoPE, as modded-nanogpt
     if (config.pos_encoding == PosEncoding::rope) qkv = ex.rope(qkv);
     const typename Executor::Value attended = ex.attention(qkv, l);
     x = ex.residual(x, attended, Activation::none, b.attn_proj);

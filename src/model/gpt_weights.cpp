@@ -62,6 +62,15 @@ class WeightBinder {
   int next_linear_ = 0;
 };
 
+// Block 0's input is the embedding itself: it has none. Named outside transformer.h., whose
+// matrices Muon takes: a table is AdamW's (modded-nanogpt). Zero: the model starts as the one
+// without them.
+Tensor value_embedding(WeightBinder& bind, const GptConfig& c, int64_t layer) {
+  if (!c.value_embeddings || layer == 0) return {};
+  return bind.param("transformer.ve." + std::to_string(layer) + ".weight",
+                    Shape{c.vocab_size, c.kv_heads() * c.head_size()}, Init::zeros());
+}
+
 GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
   const int64_t C = c.n_embd;
   constexpr double stddev = 0.02;
@@ -75,6 +84,9 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
   // RoPE puts positions into attention: no position embedding.
   if (c.pos_encoding == PosEncoding::learned)
     w.wpe = bind.param("transformer.wpe.weight", Shape{c.block_size, C}, Init::normal(stddev));
+  // Zero at the start, so the model starts as the one without it (modded-nanogpt).
+  if (c.bigram_embedding)
+    w.wbe = bind.param("transformer.wbe.weight", Shape{(c.vocab_size + 1) * c.vocab_size, C}, Init::zeros());
   const int64_t qkv_width = (c.n_head + 2 * c.kv_heads()) * c.head_size();  // q | k | v, grouped-query
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "transformer.h." + std::to_string(l) + ".";
@@ -83,7 +95,8 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
                         .attn_proj = bind.linear(p + "attn.c_proj", C, C, residual_stddev),
                         .ln_2 = bind.norm(p + "ln_2", C),
                         .c_fc = bind.linear(p + "mlp.c_fc", fc_out, C, stddev),
-                        .mlp_proj = bind.linear(p + "mlp.c_proj", C, H, residual_stddev)});
+                        .mlp_proj = bind.linear(p + "mlp.c_proj", C, H, residual_stddev),
+                        .ve = value_embedding(bind, c, l)});
   }
   w.ln_f = bind.norm("transformer.ln_f", C);
   // Untied: nanoGPT's Linear init, N(0, 0.02), no bias.

@@ -27,10 +27,12 @@ struct BlockWeights {
   // mlp.c_fc [H, C], mlp.c_proj [C, H] with H = config.mlp_width() (4C by default); with swiglu
   // c_fc is [2H, C]: W_gate's rows, then W_up's, so that its output rows are [gate | up].
   LinearWeights c_fc, mlp_proj;
+  Tensor ve;  // [V, n_kv_head hs] value embedding added to v; absent in block 0 and without value_embeddings
 };
 struct GptWeights {
   Tensor wte;  // [V, C] token embedding, also the output head with tie_embeddings (the default)
   Tensor wpe;  // [block_size, C] position embedding; absent with pos_encoding rope
+  Tensor wbe;  // [(V + 1) V, C] bigram embedding (config.bigram_row()); absent without bigram_embedding
   std::vector<BlockWeights> blocks;
   NormWeights ln_f;
   LinearWeights lm_head;  // [V, C], no bias: wte's tensor, or lm_head.weight without tie_embeddings

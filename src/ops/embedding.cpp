@@ -1,5 +1,6 @@
 // embedding: gathers rows of a table by id; backward scatter-adds the output gradient into the
 // picked rows (parallel over column blocks, rows in id order, so repeated ids sum deterministically).
+// add_embedding_at adds the picked rows into columns of another tensor, with the same backward.
 #include <algorithm>
 #include <cstring>
 #include <string>
@@ -13,14 +14,14 @@ namespace gpt {
 
 namespace detail {
 
-void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C) {
+void embedding_backward(const int32_t* ids, int64_t n, const float* dout, int64_t stride, float* dtable, int64_t C) {
   const int64_t blocks = column_blocks(C);
 #pragma omp parallel for schedule(static) if (n * C > kParallelMinElementwise && blocks > 1)
   for (int64_t b = 0; b < blocks; ++b) {
     const auto [j0, j1] = column_block(b, C);
     for (int64_t i = 0; i < n; ++i) {
       float* row = dtable + static_cast<int64_t>(ids[i]) * C;
-      const float* d = dout + i * C;
+      const float* d = dout + i * stride;
       for (int64_t j = j0; j < j1; ++j) row[j] += d[j];
     }
   }
@@ -57,7 +58,35 @@ Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_sh
     std::memcpy(out.data + i * C, table.data + static_cast<int64_t>(ids[i]) * C, C * sizeof(float));
   if (out.requires_grad()) {
     const int32_t* saved = save_ids(g, ids, n);
-    g.record(out, [=] { detail::embedding_backward(saved, n, out.grad(), table.grad_accumulator(), C); });
+    g.record(out, [=] { detail::embedding_backward(saved, n, out.grad(), C, table.grad_accumulator(), C); });
+  }
+  return out;
+}
+
+Tensor add_embedding_at(Graph& g, const Tensor& x, const Tensor& table, const int32_t* ids, int64_t column) {
+  GPT_CHECK(table.shape.rank == 2, "embedding table must be [V, C]");
+  const int64_t V = table.shape[0], C = table.shape[1], width = x.shape[x.shape.rank - 1], n = x.numel() / width;
+  GPT_CHECK(column >= 0 && column + C <= width, "columns [" + std::to_string(column) + ", " +
+                                                    std::to_string(column + C) + ") outside rows of " +
+                                                    std::to_string(width));
+  check_ids(ids, n, V);
+  Tensor out = g.make(x.shape, x.requires_grad() || table.requires_grad());
+#pragma omp parallel for schedule(static) if (n * width > kParallelMinElementwise)
+  for (int64_t i = 0; i < n; ++i) {
+    float* row = out.data + i * width;
+    std::memcpy(row, x.data + i * width, width * sizeof(float));
+    const float* picked = table.data + static_cast<int64_t>(ids[i]) * C;
+    for (int64_t j = 0; j < C; ++j) row[column + j] += picked[j];
+  }
+  if (out.requires_grad()) {
+    const int32_t* saved = save_ids(g, ids, n);
+    g.record(out, [=] {
+      const float* d = out.grad();
+      if (float* dx = x.grad_accumulator())
+#pragma omp parallel for schedule(static) if (n * width > kParallelMinElementwise)
+        for (int64_t i = 0; i < n * width; ++i) dx[i] += d[i];
+      if (float* dtable = table.grad_accumulator()) detail::embedding_backward(saved, n, d + column, width, dtable, C);
+    });
   }
   return out;
 }
@@ -88,7 +117,7 @@ Tensor token_position_embedding(Graph& g, const Tensor& wte, const Tensor& wpe, 
       float* d = out.grad();  // consumed only here: the mask is applied in place
       mask.apply_in_place(d, n * C);
       if (float* dpos = wpe.grad_accumulator()) accumulate_column_sums(d, B, T * C, dpos);
-      if (float* dtok = wte.grad_accumulator()) detail::embedding_backward(saved, n, d, dtok, C);
+      if (float* dtok = wte.grad_accumulator()) detail::embedding_backward(saved, n, d, C, dtok, C);
     });
   }
   return out;

@@ -31,8 +31,8 @@ struct DropoutMask {
   void accumulate(const float* d, float* acc, int64_t n) const;
 };
 
-// Scatter-adds rows of dout into the rows of dtable picked by ids.
-void embedding_backward(const int32_t* ids, int64_t n, const float* dout, float* dtable, int64_t C);
+// Scatter-adds rows of dout (C values each, `stride` apart) into the rows of dtable picked by ids.
+void embedding_backward(const int32_t* ids, int64_t n, const float* dout, int64_t stride, float* dtable, int64_t C);
 
 // y = x W^T + b (b may be null); x: [rows, in], W: [out, in], y: [rows, out]. `inputs`: the
 // products' input format (bfloat16: x, W and dy rounded as they are packed; sums in float32).

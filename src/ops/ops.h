@@ -71,6 +71,9 @@ Tensor linear(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bia
 
 // Rows of table [V, C] picked by ids (each in [0, V)); output ids_shape + (C). Backward scatter-adds.
 Tensor embedding(Graph& g, const Tensor& table, const int32_t* ids, Shape ids_shape);
+// x [..., W] with row i's columns column .. column + C - 1 plus table[ids[i]] (one id per row of
+// x): the value embeddings, added to v inside q|k|v without splitting it.
+Tensor add_embedding_at(Graph& g, const Tensor& x, const Tensor& table, const int32_t* ids, int64_t column);
 
 // LayerNorm over the last axis with eps 1e-5 (PyTorch's default); bias may be absent.
 Tensor layernorm(Graph& g, const Tensor& x, const Tensor& weight, const Tensor& bias);

@@ -105,6 +105,7 @@ struct Generator::Buffers {
   const int64_t* sequences = nullptr;     // [k] which of the batch's sequences the rows belong to
   const int64_t* row_begin = nullptr;     // [k + 1] each sequence's first row; row_begin[k] = R
   const int64_t* row_position = nullptr;  // [R] each row's position in its sequence
+  const int32_t* row_previous = nullptr;  // [R] the token before each row in its sequence, -1 at position 0
   int64_t k = 0;
   int64_t rows = 0, total = 0;  // R; the most cached positions of any of them after this append
   int64_t longest = 0;          // the most rows of one sequence
@@ -147,16 +148,21 @@ class Generator::StepExecutor {
 
   int64_t position(int64_t r) const { return b_.row_position[r]; }
 
-  Value embed(const Tensor& wte, const Tensor& wpe) {
+  // In the tape's order of additions: (token + position) + bigram.
+  Value embed(const Tensor& wte, const Tensor& wpe, const Tensor& wbe) {
     const Range own = my_share(b_.rows, 1);
     for (int64_t r = own.begin; r < own.end; ++r) {
+      float* x = b_.x + r * C_;
       const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
       if (!wpe.data) {  // RoPE: positions enter in attention
-        std::memcpy(b_.x + r * C_, token, C_ * sizeof(float));
-        continue;
+        std::memcpy(x, token, C_ * sizeof(float));
+      } else {
+        const float* row_position = wpe.data + position(r) * C_;
+        for (int64_t j = 0; j < C_; ++j) x[j] = token[j] + row_position[j];
       }
-      const float* row_position = wpe.data + position(r) * C_;
-      for (int64_t j = 0; j < C_; ++j) b_.x[r * C_ + j] = token[j] + row_position[j];
+      if (!wbe.data) continue;
+      const float* bigram = wbe.data + g_.model_.config().bigram_row(b_.row_previous[r], tokens_[r]) * C_;
+      for (int64_t j = 0; j < C_; ++j) x[j] += bigram[j];
     }
     return {b_.x, b_.rows, Share::rows, epoch_, {}};
   }
@@ -179,6 +185,25 @@ class Generator::StepExecutor {
     norm_forward(norm.kind, x.data, norm.weight.data, norm.bias.data, normed, mean, rstd, x.rows, C_);
     const Range cols = team_linear(normed, x.rows, linear.weight, packed, linear.bias.data, out);
     return {out, x.rows, Share::columns, epoch_, cols};
+  }
+
+  // In place, on the elements of v this thread wrote (its rows or its columns): no barrier.
+  Value value_embed(const Value& qkv, const Tensor& ve) {
+    const GptConfig& c = g_.model_.config();
+    const int64_t hs = c.head_size(), v_begin = (c.n_head + c.kv_heads()) * hs, v_width = c.kv_heads() * hs;
+    const int64_t width = v_begin + v_width;
+    Range rows{0, qkv.rows}, cols{v_begin, width};
+    if (qkv.share == Share::columns) {
+      cols = {std::max(v_begin, qkv.cols.begin), std::min(width, qkv.cols.end)};
+    } else {
+      GPT_CHECK(qkv.share == Share::rows, "value embeddings of q|k|v shared by rows or columns");
+      rows = my_share(qkv.rows, 1);
+    }
+    for (int64_t r = rows.begin; r < rows.end; ++r) {
+      const float* picked = ve.data + static_cast<int64_t>(tokens_[r]) * v_width - v_begin;
+      for (int64_t j = cols.begin; j < cols.end; ++j) qkv.data[r * width + j] += picked[j];
+    }
+    return qkv;
   }
 
   // Weightless RMSNorm of each q and k head of this thread's rows, in place.
@@ -353,7 +378,11 @@ class Generator::StepExecutor {
 };
 
 Generator::Generator(Gpt& model, int64_t batch)
-    : model_(model), batch_(batch), arena_(4u << 20), lengths_(static_cast<std::size_t>(batch), 0) {
+    : model_(model),
+      batch_(batch),
+      arena_(4u << 20),
+      lengths_(static_cast<std::size_t>(batch), 0),
+      last_token_(static_cast<std::size_t>(batch), -1) {
   GPT_CHECK(batch >= 1, "generator batch must be at least 1");
   const GptConfig& c = model.config();
   for (int64_t l = 0; l < c.n_layer; ++l) {
@@ -385,6 +414,7 @@ void Generator::copy_sequence(int64_t from, int64_t to) {
       std::memcpy(base + to * c.block_size * kv_width, base + from * c.block_size * kv_width, floats * sizeof(float));
     }
   lengths_[to] = lengths_[from];
+  last_token_[to] = last_token_[from];
 }
 
 const float* Generator::append(const int32_t* tokens, int64_t n, std::vector<float>* all_logits) {
@@ -429,10 +459,15 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
   const int64_t k = static_cast<int64_t>(sequences.size());
   row_begin_.assign(1, 0);
   row_position_.clear();
+  row_previous_.clear();
   Buffers b;
   for (int64_t i = 0; i < k; ++i) {
     const int64_t length = lengths_[sequences[i]], n = counts[i];
-    for (int64_t p = length; p < length + n; ++p) row_position_.push_back(p);
+    const int32_t* own = tokens + row_begin_.back();
+    for (int64_t p = length; p < length + n; ++p) {
+      row_position_.push_back(p);
+      row_previous_.push_back(p == 0 ? -1 : p == length ? last_token_[sequences[i]] : own[p - length - 1]);
+    }
     row_begin_.push_back(row_begin_.back() + n);
     b.total = std::max(b.total, length + n);
     b.longest = std::max(b.longest, n);
@@ -443,6 +478,7 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
   b.sequences = sequences.data();
   b.row_begin = row_begin_.data();
   b.row_position = row_position_.data();
+  b.row_previous = row_previous_.data();
   b.k = k;
   b.rows = R;
   const int64_t hidden = c.mlp_width(), widest = std::max({3 * C, activation_input_width(c.mlp, hidden), V});
@@ -467,7 +503,10 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
     const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);
     if (omp_get_thread_num() == 0) logits = out.data;
   }
-  for (int64_t i = 0; i < k; ++i) lengths_[sequences[i]] += counts[i];
+  for (int64_t i = 0; i < k; ++i) {
+    lengths_[sequences[i]] += counts[i];
+    last_token_[sequences[i]] = tokens[row_begin_[i + 1] - 1];
+  }
 
   for (int64_t i = 0; i < k; ++i) {
     const float* last = logits + (last_rows_only ? i : row_begin_[i + 1] - 1) * V;

@@ -79,11 +79,13 @@ class Generator {
 
   std::vector<float> last_logits_;
   std::vector<int64_t> lengths_;         // per sequence: positions cached
+  std::vector<int32_t> last_token_;      // per sequence: the token at its last cached position
   std::vector<int64_t> every_sequence_;  // 0 .. batch-1
   std::vector<int64_t> last_append_;     // per sequence: the append_count_ it last took part in
   std::vector<int64_t> uniform_counts_;  // append_to's counts, reused
   std::vector<int64_t> row_begin_;       // per sequence of an append: its first row; then the row count
   std::vector<int64_t> row_position_;    // per row of an append: its position in its sequence
+  std::vector<int32_t> row_previous_;    // per row of an append: the token before it, -1 at position 0
   int64_t append_count_ = 0;
   bool capture_ = false;
   std::vector<float> captured_;

@@ -49,6 +49,10 @@ void check_resume_matches(const GptConfig& saved, const GptConfig& config, const
                     std::to_string(saved.mlp_width()) + " but the config's is " + std::to_string(config.mlp_width()));
   if (saved.tie_embeddings != config.tie_embeddings)
     throw UserError("cannot resume: " + path + " and the config disagree on \"tie_embeddings\"");
+  if (saved.bigram_embedding != config.bigram_embedding)
+    throw UserError("cannot resume: " + path + " and the config disagree on \"bigram_embedding\"");
+  if (saved.value_embeddings != config.value_embeddings)
+    throw UserError("cannot resume: " + path + " and the config disagree on \"value_embeddings\"");
   if (saved.logit_softcap != config.logit_softcap)
     throw UserError("cannot resume: " + path + " has logit_softcap " + std::to_string(saved.logit_softcap) +
                     " but the config says " + std::to_string(config.logit_softcap));

@@ -204,6 +204,13 @@ std::vector<ConfigKey> model_keys() {
        "0 = off; else logits = cap * tanh(logits / cap) in training, evaluation and sampling (Gemma 2, "
        "modded-nanogpt)",
        KeyRange{0, kMaxFactor}},
+      {"bigram_embedding", &model_field<&GptConfig::bigram_embedding>,
+       "adds a learned row for each pair (previous character, character) to the token embedding: a table "
+       "transformer.wbe.weight of (V + 1) V rows, zero at the start, the window's first position paired with "
+       "\"none\" (modded-nanogpt's bigram embedding, exact instead of hashed)"},
+      {"value_embeddings", &model_field<&GptConfig::value_embeddings>,
+       "every block but the first adds a learned row per character to its attention's values v: tables "
+       "transformer.ve.<layer>.weight of V rows, zero at the start (modded-nanogpt's value embeddings)"},
       {"pos_encoding", &model_field<&GptConfig::pos_encoding>,
        "\"learned\" (absolute position embeddings wpe, GPT-2) or \"rope\" (rotary embeddings on every head's q and "
        "k, no wpe: pair (i, i + hs/2) turns by position * rope_theta^(-2i/hs); Su et al. 2021, GPT-NeoX)"},
