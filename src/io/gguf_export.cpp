@@ -83,7 +83,7 @@ void add_tokenizer(GgufFile& file, const Vocab& vocab) {
 // gpt2: every bias exists (zeros where our config has none); q, k, v stay one fused matrix in our
 // row order (q's heads, then k's, then v's), which is llama.cpp's.
 void add_gpt2_blocks(TensorWriter& out, const GptConfig& c, const GptWeights& w) {
-  const int64_t C = c.n_embd, F = c.mlp_width(), qkv = (c.n_head + 2 * c.kv_heads()) * c.head_size();
+  const int64_t C = c.n_embd, F = c.mlp_width(), qkv = c.qkv_width();
   for (std::size_t l = 0; l < w.blocks.size(); ++l) {
     const BlockWeights& b = w.blocks[l];
     const std::string p = "blk." + std::to_string(l) + ".";

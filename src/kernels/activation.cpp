@@ -12,6 +12,7 @@
 #include "core/check.h"
 #include "kernels/fast_math.h"
 #include "kernels/parallel.h"
+#include "kernels/row_sum.h"
 
 namespace gpt {
 
@@ -133,8 +134,7 @@ void identity_backward(const float* dy, float* dx, int64_t n, GradWrite write) {
     if (dx != dy) std::copy(dy, dy + n, dx);
     return;
   }
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-  for (int64_t i = 0; i < n; ++i) dx[i] += dy[i];
+  accumulate(dy, dx, n);
 }
 
 [[noreturn]] void unknown_activation(Activation act) {

@@ -5,6 +5,11 @@
 
 namespace gpt {
 
+void accumulate(const float* src, float* dst, int64_t n) {
+#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
+  for (int64_t i = 0; i < n; ++i) dst[i] += src[i];
+}
+
 void accumulate_column_sums(const float* src, int64_t rows, int64_t cols, float* dst) {
   // Blocks of 64 columns: each thread streams whole rows of its block (contiguous, vectorisable).
   const int64_t blocks = column_blocks(cols);

@@ -45,8 +45,7 @@ struct TapeExecutor {
     return rows;
   }
   Tensor value_embed(const Tensor& qkv, const Tensor& ve) {
-    const int64_t hs = qkv.shape[qkv.shape.rank - 1] / (n_head + 2 * n_kv_head);
-    return add_embedding_at(g, qkv, ve, idx, (n_head + n_kv_head) * hs);
+    return add_embedding_at(g, qkv, ve, idx, config.v_column());
   }
   Tensor qk_norm(const Tensor& qkv) {
     return qk_rmsnorm(g, qkv, static_cast<int>(n_head), static_cast<int>(n_kv_head));

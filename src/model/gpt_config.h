@@ -53,6 +53,11 @@ struct GptConfig {
   }
 
   int64_t head_size() const { return n_embd / n_head; }
+  // Attention's projection is q | k | v: n_head query heads, then kv_heads() key heads and as many
+  // value heads (grouped-query attention when fewer than n_head).
+  int64_t kv_width() const { return kv_heads() * head_size(); }
+  int64_t qkv_width() const { return n_head * head_size() + 2 * kv_width(); }
+  int64_t v_column() const { return n_head * head_size() + kv_width(); }  // v's first column
   // The MLP's hidden width: mlp_hidden, or automatically 4 n_embd, and for swiglu (whose two input
   // matrices would make that 1.5 times the parameters) the multiple of 32 nearest to 8 n_embd / 3
   // (ties up, at least 32), as llama.

@@ -43,7 +43,7 @@ GptMemory estimate_gpt_memory(const GptConfig& c) {
              logits = c.logit_softcap > 0 ? 5.0 : 3.0;
   // q|k|v is 3 n_embd wide, narrower with grouped-query attention, and QK-norm and RoPE each keep
   // one more copy of it.
-  const auto qkv = static_cast<double>((c.n_head + 2 * c.kv_heads()) * c.head_size());
+  const auto qkv = static_cast<double>(c.qkv_width());
   const double qkv_copies = 1.0 + (c.qk_norm ? 1.0 : 0.0) + (c.pos_encoding == PosEncoding::rope ? 1.0 : 0.0);
   memory.activation_bytes = T * (L * (3 * C + qkv * qkv_copies + hidden) + 16 * C + logits * V) * sizeof(float);
   return memory;

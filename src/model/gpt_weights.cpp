@@ -67,8 +67,8 @@ class WeightBinder {
 // without them.
 Tensor value_embedding(WeightBinder& bind, const GptConfig& c, int64_t layer) {
   if (!c.value_embeddings || layer == 0) return {};
-  return bind.param("transformer.ve." + std::to_string(layer) + ".weight",
-                    Shape{c.vocab_size, c.kv_heads() * c.head_size()}, Init::zeros());
+  return bind.param("transformer.ve." + std::to_string(layer) + ".weight", Shape{c.vocab_size, c.kv_width()},
+                    Init::zeros());
 }
 
 GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
@@ -87,11 +87,10 @@ GptWeights list_weights(WeightBinder& bind, const GptConfig& c) {
   // Zero at the start, so the model starts as the one without it (modded-nanogpt).
   if (c.bigram_embedding)
     w.wbe = bind.param("transformer.wbe.weight", Shape{(c.vocab_size + 1) * c.vocab_size, C}, Init::zeros());
-  const int64_t qkv_width = (c.n_head + 2 * c.kv_heads()) * c.head_size();  // q | k | v, grouped-query
   for (int64_t l = 0; l < c.n_layer; ++l) {
     const std::string p = "transformer.h." + std::to_string(l) + ".";
     w.blocks.push_back({.ln_1 = bind.norm(p + "ln_1", C),
-                        .c_attn = bind.linear(p + "attn.c_attn", qkv_width, C, stddev),
+                        .c_attn = bind.linear(p + "attn.c_attn", c.qkv_width(), C, stddev),
                         .attn_proj = bind.linear(p + "attn.c_proj", C, C, residual_stddev),
                         .ln_2 = bind.norm(p + "ln_2", C),
                         .c_fc = bind.linear(p + "mlp.c_fc", fc_out, C, stddev),

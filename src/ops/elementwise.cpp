@@ -39,9 +39,7 @@ void add_forward(const float* a, const float* b, float* out, int64_t n, int64_t 
 }
 
 void add_backward(const float* dout, float* da, float* db, int64_t n, int64_t period) {
-  if (da)
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-    for (int64_t i = 0; i < n; ++i) da[i] += dout[i];
+  if (da) accumulate(dout, da, n);
   if (db) accumulate_column_sums(dout, n / period, period, db);
 }
 

@@ -82,9 +82,7 @@ Tensor add_embedding_at(Graph& g, const Tensor& x, const Tensor& table, const in
     const int32_t* saved = save_ids(g, ids, n);
     g.record(out, [=] {
       const float* d = out.grad();
-      if (float* dx = x.grad_accumulator())
-#pragma omp parallel for schedule(static) if (n * width > kParallelMinElementwise)
-        for (int64_t i = 0; i < n * width; ++i) dx[i] += d[i];
+      if (float* dx = x.grad_accumulator()) accumulate(d, dx, n * width);
       if (float* dtable = table.grad_accumulator()) detail::embedding_backward(saved, n, d + column, width, dtable, C);
     });
   }

@@ -12,6 +12,7 @@
 
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
+#include "kernels/row_sum.h"
 #include "ops/op_kernels.h"
 #include "ops/ops.h"
 
@@ -39,11 +40,8 @@ Tensor residual_projection(Graph& g, const Tensor& residual, const Tensor& x, Ac
     }
     detail::linear_forward(input, weight.data, bias.data, out.data, rows, in, out_features, inputs);
   }
-  const float* r = residual.data;
-  float* y = out.data;
-  mask.apply_in_place(y, n);
-#pragma omp parallel for schedule(static) if (n > kParallelMinElementwise)
-  for (int64_t i = 0; i < n; ++i) y[i] += r[i];
+  mask.apply_in_place(out.data, n);
+  accumulate(residual.data, out.data, n);
 
   if (out.requires_grad()) {
     Graph* graph = &g;

@@ -190,8 +190,7 @@ class Generator::StepExecutor {
   // In place, on the elements of v this thread wrote (its rows or its columns): no barrier.
   Value value_embed(const Value& qkv, const Tensor& ve) {
     const GptConfig& c = g_.model_.config();
-    const int64_t hs = c.head_size(), v_begin = (c.n_head + c.kv_heads()) * hs, v_width = c.kv_heads() * hs;
-    const int64_t width = v_begin + v_width;
+    const int64_t v_begin = c.v_column(), v_width = c.kv_width(), width = c.qkv_width();
     Range rows{0, qkv.rows}, cols{v_begin, width};
     if (qkv.share == Share::columns) {
       cols = {std::max(v_begin, qkv.cols.begin), std::min(width, qkv.cols.end)};
@@ -210,7 +209,7 @@ class Generator::StepExecutor {
   Value qk_norm(const Value& qkv) {
     const Range own = own_rows(qkv);
     const GptConfig& c = g_.model_.config();
-    const int64_t hs = c.head_size(), width = (c.n_head + 2 * c.kv_heads()) * hs;
+    const int64_t hs = c.head_size(), width = c.qkv_width();
     float* rows = qkv.data + own.begin * width;
     head_rmsnorm_forward(rows, rows, nullptr, own.size(), width, c.n_head + c.kv_heads(), hs);
     return {qkv.data, qkv.rows, Share::rows, epoch_, {}};
@@ -221,7 +220,7 @@ class Generator::StepExecutor {
   Value rope(const Value& qkv) {
     const Range own = own_rows(qkv);
     const GptConfig& c = g_.model_.config();
-    const int64_t width = (c.n_head + 2 * c.kv_heads()) * c.head_size();
+    const int64_t width = c.qkv_width();
     for (int64_t r = own.begin; r < own.end; ++r) {
       float* row = qkv.data + r * width;
       rope_rotate(g_.model_.rope_table(), position(r), row, row, c.n_head + c.kv_heads());
@@ -386,8 +385,8 @@ Generator::Generator(Gpt& model, int64_t batch)
   GPT_CHECK(batch >= 1, "generator batch must be at least 1");
   const GptConfig& c = model.config();
   for (int64_t l = 0; l < c.n_layer; ++l) {
-    keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_heads() * c.head_size()));
-    values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_heads() * c.head_size()));
+    keys_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_width()));
+    values_.emplace_back(static_cast<std::size_t>(batch * c.block_size * c.kv_width()));
   }
   for (const LinearWeights* linear : model.weights().linears())
     packed_.push_back(packed_transpose(linear->weight, model.matmul_dtype()));
@@ -407,7 +406,7 @@ void Generator::copy_sequence(int64_t from, int64_t to) {
   GPT_CHECK(from >= 0 && from < batch_ && to >= 0 && to < batch_, "copy_sequence: sequences of the batch");
   if (from == to) return;
   const GptConfig& c = model_.config();
-  const int64_t kv_width = c.kv_heads() * c.head_size(), floats = lengths_[from] * kv_width;
+  const int64_t kv_width = c.kv_width(), floats = lengths_[from] * kv_width;
   for (int64_t l = 0; l < c.n_layer; ++l)
     for (std::vector<AlignedBuffer<float>>* cache : {&keys_, &values_}) {
       float* base = (*cache)[static_cast<std::size_t>(l)].data();
