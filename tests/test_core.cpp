@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -12,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
@@ -19,6 +22,8 @@
 #include "core/memory.h"
 #include "core/param_store.h"
 #include "core/rng.h"
+#include "core/team_barrier.h"
+#include "core/team_sizer.h"
 
 namespace gpt {
 namespace {
@@ -201,6 +206,52 @@ TEST(ParamStore, SlotsAreAlignedNamedAndShareOneLayout) {
   a.grad()[0] = 1.0f;
   store.zero_grad();
   EXPECT_EQ(a.grad()[0], 0.0f);
+}
+
+// Every round, each thread writes its slot, meets the others, and must then read every slot at
+// this round's value; meets them again before the next round overwrites it. A barrier that let a
+// thread through early would show it a slot of the round before.
+TEST(TeamBarrier, NoThreadPassesBeforeEveryThreadArrives) {
+  constexpr int kThreads = 3, kRounds = 20000;
+  TeamBarrier barrier;
+  std::vector<std::atomic<int>> slots(kThreads);
+  std::atomic<int> stale{0};
+  std::vector<std::thread> team;
+  for (int t = 0; t < kThreads; ++t)
+    team.emplace_back([&, t] {
+      for (int round = 1; round <= kRounds; ++round) {
+        slots[t].store(round, std::memory_order_relaxed);
+        barrier.arrive_and_wait(kThreads);
+        for (const auto& slot : slots)
+          if (slot.load(std::memory_order_relaxed) != round) stale.fetch_add(1);
+        barrier.arrive_and_wait(kThreads);
+      }
+    });
+  for (auto& thread : team) thread.join();
+  EXPECT_EQ(stale.load(), 0);
+}
+
+TEST(TeamSizer, TheTeamIsTheCoresOthersLeaveFree) {
+  EXPECT_EQ(team_size_for(0.0, 2, 2), 2);   // idle
+  EXPECT_EQ(team_size_for(0.2, 2, 2), 2);   // daemons' noise
+  EXPECT_EQ(team_size_for(0.7, 2, 2), 1);   // a busy process sharing the cores with two threads
+  EXPECT_EQ(team_size_for(1.0, 2, 2), 1);   // one busy process beside one thread
+  EXPECT_EQ(team_size_for(1.9, 2, 2), 1);   // never fewer than one
+  EXPECT_EQ(team_size_for(0.0, 16, 4), 4);  // never more than asked
+  EXPECT_EQ(team_size_for(3.0, 16, 16), 13);
+  EXPECT_EQ(team_size_for(-0.3, 2, 2), 2);  // counters' rounding
+  EXPECT_EQ(team_size_for(0.0, 2, 0), 1);
+}
+
+TEST(TeamSizer, AsksForNoMoreThanAllowed) {
+  TeamSizer sizer;
+  EXPECT_EQ(sizer.threads(1), 1);
+  for (int i = 0; i < 3; ++i) {
+    const int team = sizer.threads(4);
+    EXPECT_GE(team, 1);
+    EXPECT_LE(team, 4);
+    std::this_thread::sleep_for(std::chrono::duration<double>(TeamSizer::kInterval));
+  }
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
 // Sampling: the KV-cached generator against full recomputation (nanoGPT's way) in both context
 // modes, the token sampler's controls, reproducibility.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "core/random_streams.h"
 #include "model/gpt.h"
@@ -354,6 +356,28 @@ TEST(KvCache, CopiedSequenceContinuesAsItsOriginal) {
     const float* copied = batch.append_to({1}, &next, 1);
     for (int64_t v = 0; v < model->config().vocab_size; ++v) EXPECT_EQ(copied[v], original[v]) << "logit " << v;
   }
+}
+
+// gpt sample and gpt serve let the step's team follow the machine's load: the same text, and the
+// caller's OpenMP thread count as it was.
+TEST(KvCache, FittingThreadsToTheLoadKeepsTheBitsAndTheThreadCount) {
+  auto model = random_model(8, true);
+  const testing::ThreadCount two(2);
+  std::vector<std::vector<float>> logits;
+  for (const bool fit : {false, true}) {
+    Generator generator(*model);
+    generator.set_fit_threads_to_load(fit);
+    const std::vector<int32_t> prompt = {1, 2, 3, 4};
+    std::vector<float> all;
+    generator.append(prompt.data(), static_cast<int64_t>(prompt.size()), &all);
+    for (int32_t token = 0; token < 4; ++token) {
+      const float* next = generator.append(&token, 1);
+      all.insert(all.end(), next, next + model->config().vocab_size);
+    }
+    logits.push_back(all);
+    EXPECT_EQ(omp_get_max_threads(), 2);
+  }
+  EXPECT_EQ(logits[0], logits[1]);
 }
 
 TEST(KvCache, SameSeedSameTextOnAnyThreadCount) {

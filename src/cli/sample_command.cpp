@@ -163,6 +163,7 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   for (int64_t first = 0; first < options.num_samples; first += kMaxBatch) {
     const int64_t batch = std::min(kMaxBatch, options.num_samples - first);
     Generator generator(model, batch);
+    generator.set_fit_threads_to_load(true);
     std::vector<Rng> rngs;
     for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_stream(static_cast<uint64_t>(options.seed), first + s));
     std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one

@@ -4,10 +4,28 @@
 // every parallel loop writes disjoint outputs with the same arithmetic on any thread count.
 #pragma once
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cstdint>
 
 namespace gpt {
+
+// OpenMP's thread count for the calling thread over a scope, restored when it ends (the default
+// constructor keeps the count and restores it). A team of one must set it, not only its region's
+// size: a team of one is not an active parallel level, so the parallel loops inside it would open
+// teams of the default size.
+class ThreadCount {
+ public:
+  ThreadCount() : saved_(omp_get_max_threads()) {}
+  explicit ThreadCount(int threads) : ThreadCount() { omp_set_num_threads(threads); }
+  ~ThreadCount() { omp_set_num_threads(saved_); }
+  ThreadCount(const ThreadCount&) = delete;
+  ThreadCount& operator=(const ThreadCount&) = delete;
+
+ private:
+  int saved_;
+};
 
 // Memory-bound elementwise loops (add, scale, dropout, residual adds, embeddings): one pass, a
 // few flops per float; 64K floats (256 KB, about an L2) is where two threads start to win.

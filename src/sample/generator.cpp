@@ -7,8 +7,10 @@
 #include <cstring>
 #include <string>
 
+#include "core/team_barrier.h"
 #include "kernels/activation.h"
 #include "kernels/norm.h"
+#include "kernels/parallel.h"
 #include "kernels/rmsnorm.h"
 #include "kernels/rope.h"
 #include "kernels/softcap.h"
@@ -138,13 +140,15 @@ class Generator::StepExecutor {
     Range cols;     // this thread's columns, when shared by columns
   };
 
-  StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, bool last_rows_only)
+  StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, bool last_rows_only, TeamBarrier& barrier)
       : g_(g),
         b_(b),
         tokens_(tokens),
         last_rows_only_(last_rows_only),
         C_(g.model_.config().n_embd),
-        thread_(omp_get_thread_num()) {}
+        thread_(omp_get_thread_num()),
+        team_(omp_get_num_threads()),
+        barrier_(barrier) {}
 
   int64_t position(int64_t r) const { return b_.row_position[r]; }
 
@@ -325,7 +329,11 @@ class Generator::StepExecutor {
   void wait_for(const Value& v, int64_t own_rows = -1) {
     if (v.epoch < epoch_) return;
     if (own_rows >= 0 && v.share == Share::rows && v.rows == own_rows) return;
-#pragma omp barrier
+    barrier();
+  }
+
+  void barrier() {
+    barrier_.arrive_and_wait(team_);
     ++epoch_;
   }
 
@@ -353,8 +361,7 @@ class Generator::StepExecutor {
       activation_forward(act, in.data + own.begin * activation_input_width(act, width),
                          b_.activated + own.begin * width, own.size(), width);
     }
-#pragma omp barrier
-    ++epoch_;
+    barrier();
   }
 
   // x_out[r][cols] = x[source row][cols] + projected[r][cols]; the source row is sequence r's
@@ -372,6 +379,8 @@ class Generator::StepExecutor {
   bool last_rows_only_;
   int64_t C_;
   int64_t thread_;
+  int team_;
+  TeamBarrier& barrier_;
   int64_t epoch_ = 0;
   bool flip_ = false;
 };
@@ -398,6 +407,11 @@ Generator::Generator(Gpt& model, int64_t batch)
 void Generator::set_capture_attention(bool capture) {
   capture_ = capture;
   if (!capture) std::vector<float>().swap(captured_);
+}
+
+void Generator::set_fit_threads_to_load(bool on) {
+  if (on && !team_sizer_) team_sizer_.emplace();
+  if (!on) team_sizer_.reset();
 }
 
 void Generator::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
@@ -473,7 +487,7 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
   }
   const int64_t C = c.n_embd, V = c.vocab_size, R = row_begin_.back();
   arena_.reset();
-  b.threads = omp_get_max_threads();
+  b.threads = team_sizer_ ? team_sizer_->threads(omp_get_max_threads()) : omp_get_max_threads();
   b.sequences = sequences.data();
   b.row_begin = row_begin_.data();
   b.row_position = row_position_.data();
@@ -496,9 +510,11 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
   // attention are wanted, the last layer runs attention, the MLP and the head for that row only.
   const bool last_rows_only = !all_logits && !capture_;
   const float* logits = nullptr;
+  TeamBarrier barrier;
+  const ThreadCount team(static_cast<int>(b.threads));  // for the kernels' loops too
 #pragma omp parallel num_threads(static_cast <int>(b.threads))
   {
-    StepExecutor executor(*this, b, tokens, last_rows_only);
+    StepExecutor executor(*this, b, tokens, last_rows_only, barrier);
     const StepExecutor::Value out = run_gpt(c, model_.weights(), executor);
     if (omp_get_thread_num() == 0) logits = out.data;
   }

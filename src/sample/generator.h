@@ -16,11 +16,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <utility>
 #include <vector>
 
 #include "core/aligned_buffer.h"
 #include "core/arena.h"
+#include "core/team_sizer.h"
 #include "kernels/gemm.h"
 #include "model/gpt.h"
 
@@ -63,6 +65,10 @@ class Generator {
   // (for gpt heads and gpt serve's /inspect; an append to one sequence only); positions after each
   // query are zero. Turning it off frees them.
   void set_capture_attention(bool capture);
+  // On: each step's team of threads shrinks to the cores other processes leave free, so that a
+  // busy machine does not stall it at every barrier (gpt sample and gpt serve; core/team_sizer.h).
+  // Off (the default): every step uses OpenMP's thread count. Either way, the same bits.
+  void set_fit_threads_to_load(bool on);
   const std::vector<float>& captured_attention() const { return captured_; }
   std::vector<float> take_captured_attention() { return std::move(captured_); }
 
@@ -88,6 +94,7 @@ class Generator {
   std::vector<int32_t> row_previous_;    // per row of an append: the token before it, -1 at position 0
   int64_t append_count_ = 0;
   bool capture_ = false;
+  std::optional<TeamSizer> team_sizer_;
   std::vector<float> captured_;
 };
 
