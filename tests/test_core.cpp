@@ -24,6 +24,7 @@
 #include "core/rng.h"
 #include "core/team_barrier.h"
 #include "core/team_sizer.h"
+#include "simulated_clock.h"
 
 namespace gpt {
 namespace {
@@ -243,15 +244,38 @@ TEST(TeamSizer, TheTeamIsTheCoresOthersLeaveFree) {
   EXPECT_EQ(team_size_for(0.0, 2, 0), 1);
 }
 
-TEST(TeamSizer, AsksForNoMoreThanAllowed) {
-  TeamSizer sizer;
-  EXPECT_EQ(sizer.threads(1), 1);
-  for (int i = 0; i < 3; ++i) {
-    const int team = sizer.threads(4);
-    EXPECT_GE(team, 1);
-    EXPECT_LE(team, 4);
-    std::this_thread::sleep_for(std::chrono::duration<double>(TeamSizer::kInterval));
-  }
+// Counters as a machine of 2 cores would give them, the others' share of the cores set per reading;
+// each clock reading is 0.2 s later.
+TEST(TeamSizer, FollowsTheOthersLoadDownAndBackUp) {
+  testing::SimulatedClock clock(0.2);
+  double others = 0, busy = 0, own = 0;
+  TeamSizer sizer(
+      2,
+      [&] {
+        busy += 0.2 * (others + 0.5);  // this process adds its own half core
+        own += 0.2 * 0.5;
+        return std::optional<CoreCounters>(CoreCounters{busy, own});
+      },
+      clock);
+  EXPECT_EQ(sizer.threads(2), 2);  // idle
+  others = 1.0;
+  EXPECT_EQ(sizer.threads(2), 1);
+  EXPECT_EQ(sizer.threads(8), 1);
+  others = 0.1;
+  EXPECT_EQ(sizer.threads(2), 2);
+  EXPECT_EQ(sizer.threads(1), 1);  // never more than asked
+}
+
+TEST(TeamSizer, WithoutCountersEveryStepGetsWhatItAsks) {
+  testing::SimulatedClock clock(0.2);
+  TeamSizer sizer(
+      2, [] { return std::optional<CoreCounters>(); }, clock);
+  EXPECT_EQ(sizer.threads(2), 2);
+  EXPECT_EQ(sizer.threads(3), 3);
+  TeamSizer machine;  // this machine's: at most what it asks, at least one
+  EXPECT_EQ(machine.threads(1), 1);
+  EXPECT_GE(machine.threads(2), 1);
+  EXPECT_LE(machine.threads(2), 2);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "model/gpt.h"
 #include "ops/ops.h"
 #include "sample/text_generation.h"
+#include "simulated_clock.h"
 #include "thread_count.h"
 
 namespace gpt {
@@ -358,15 +359,25 @@ TEST(KvCache, CopiedSequenceContinuesAsItsOriginal) {
   }
 }
 
-// gpt sample and gpt serve let the step's team follow the machine's load: the same text, and the
-// caller's OpenMP thread count as it was.
-TEST(KvCache, FittingThreadsToTheLoadKeepsTheBitsAndTheThreadCount) {
+// gpt sample and gpt serve let the step's team follow the machine's load: here counters that say
+// another process keeps both cores busy, so a team of one in a process of two threads. The same
+// logits, and the caller's OpenMP thread count as it was.
+TEST(KvCache, ATeamShrunkByTheLoadKeepsTheBitsAndTheThreadCount) {
   auto model = random_model(8, true);
   const testing::ThreadCount two(2);
+  testing::SimulatedClock clock(1.0);
+  double busy = 0;
+  TeamSizer all_busy(
+      2,
+      [&] {
+        return std::optional<CoreCounters>(CoreCounters{busy += 2.0, 0.0});
+      },
+      clock);
+  ASSERT_EQ(all_busy.threads(2), 1);
   std::vector<std::vector<float>> logits;
-  for (const bool fit : {false, true}) {
+  for (TeamSizer* sizer : {static_cast<TeamSizer*>(nullptr), &all_busy}) {
     Generator generator(*model);
-    generator.set_fit_threads_to_load(fit);
+    generator.set_team_sizer(sizer);
     const std::vector<int32_t> prompt = {1, 2, 3, 4};
     std::vector<float> all;
     generator.append(prompt.data(), static_cast<int64_t>(prompt.size()), &all);

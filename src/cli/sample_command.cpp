@@ -160,10 +160,11 @@ int run_sample(SampleOptions& options, const CLI::Option* prompt_flag) {
   }();
   const auto start = std::chrono::steady_clock::now();
   constexpr int64_t kMaxBatch = 32;
+  TeamSizer team_sizer;  // one for the run: each batch starts from what the last one measured
   for (int64_t first = 0; first < options.num_samples; first += kMaxBatch) {
     const int64_t batch = std::min(kMaxBatch, options.num_samples - first);
     Generator generator(model, batch);
-    generator.set_fit_threads_to_load(true);
+    generator.set_team_sizer(&team_sizer);
     std::vector<Rng> rngs;
     for (int64_t s = 0; s < batch; ++s) rngs.push_back(sample_stream(static_cast<uint64_t>(options.seed), first + s));
     std::vector<std::string> held(static_cast<std::size_t>(batch), shown_prompt);  // all but the streamed one

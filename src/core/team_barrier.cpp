@@ -1,5 +1,7 @@
 #include "core/team_barrier.h"
 
+#include <chrono>
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -8,15 +10,16 @@ namespace gpt {
 
 namespace {
 
-// About 10-100 microseconds of pauses, depending on the CPU's pause: longer than the threads of a
-// balanced step take to meet, far shorter than a scheduler's time slice.
-constexpr int kSpins = 2000;
+// Longer than the threads of a balanced step take to meet, far shorter than a scheduler's time
+// slice. Timed, since a pause lasts from a few cycles (aarch64's yield) to over a hundred.
+constexpr auto kSpinTime = std::chrono::microseconds(50);
+constexpr int kPausesPerClockRead = 64;
 
 inline void spin_pause() {
 #if defined(__x86_64__) || defined(__i386__)
   _mm_pause();
 #elif defined(__aarch64__)
-  __asm__ __volatile__("yield");
+  __asm__ __volatile__("isb");
 #endif
 }
 
@@ -32,10 +35,13 @@ void TeamBarrier::arrive_and_wait(int team) {
     round_.notify_all();
     return;
   }
-  for (int spin = 0; spin < kSpins; ++spin) {
-    if (round_.load(std::memory_order_acquire) != round) return;
-    spin_pause();
-  }
+  const auto spin_end = std::chrono::steady_clock::now() + kSpinTime;
+  do {
+    for (int pause = 0; pause < kPausesPerClockRead; ++pause) {
+      if (round_.load(std::memory_order_acquire) != round) return;
+      spin_pause();
+    }
+  } while (std::chrono::steady_clock::now() < spin_end);
   while (round_.load(std::memory_order_acquire) == round) round_.wait(round, std::memory_order_acquire);
 }
 

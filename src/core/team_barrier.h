@@ -1,10 +1,7 @@
-// A barrier for the threads of one parallel region that spins briefly and then sleeps.
-// libgomp's own barrier spins for up to GOMP_SPINCOUNT pauses (300,000 by default: milliseconds)
-// before it sleeps, and reads that setting once, at load. When other processes want the cores, a
-// thread spinning for a descheduled peer burns its whole time slice, once per barrier: a sampler
-// step has dozens of barriers, and a busy machine ran it a hundred times slower than one thread.
-// Spinning only as long as a balanced step's threads take to meet, then waiting in the kernel
-// (C++20 atomic wait: a futex), hands the core to the peer instead.
+// A barrier for the threads of one parallel region that spins briefly, then sleeps in the kernel
+// (C++20 atomic wait: a futex). libgomp's barrier spins for milliseconds first (GOMP_SPINCOUNT,
+// read once at load): beside other busy processes, a thread spinning for a descheduled peer burns
+// its time slice at every barrier, and a sampler step has dozens of barriers.
 #pragma once
 
 #include <atomic>

@@ -239,7 +239,7 @@ class Generator::StepExecutor {
     wait_for(qkv);
     const GptConfig& c = g_.model_.config();
     const int64_t H = c.n_head, KV = c.kv_heads(), hs = c.head_size();
-    const int64_t width = (H + 2 * KV) * hs, kv_width = KV * hs;
+    const int64_t width = c.qkv_width(), kv_width = c.kv_width();
     const bool trim = last_rows_only_ && layer == c.n_layer - 1 && b_.rows > b_.k;
     float* out = b_.attended;
     float* scratch_scores = b_.scores + thread_ * b_.longest * b_.total;
@@ -409,11 +409,6 @@ void Generator::set_capture_attention(bool capture) {
   if (!capture) std::vector<float>().swap(captured_);
 }
 
-void Generator::set_fit_threads_to_load(bool on) {
-  if (on && !team_sizer_) team_sizer_.emplace();
-  if (!on) team_sizer_.reset();
-}
-
 void Generator::reset() { std::fill(lengths_.begin(), lengths_.end(), 0); }
 
 void Generator::copy_sequence(int64_t from, int64_t to) {
@@ -511,7 +506,7 @@ const float* Generator::append_ragged(const std::vector<int64_t>& sequences, con
   const bool last_rows_only = !all_logits && !capture_;
   const float* logits = nullptr;
   TeamBarrier barrier;
-  const ThreadCount team(static_cast<int>(b.threads));  // for the kernels' loops too
+  const ThreadCount kernel_threads(static_cast<int>(b.threads));  // a team of one opens no inner teams
 #pragma omp parallel num_threads(static_cast <int>(b.threads))
   {
     StepExecutor executor(*this, b, tokens, last_rows_only, barrier);

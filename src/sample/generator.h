@@ -16,7 +16,6 @@
 #pragma once
 
 #include <cstdint>
-#include <optional>
 #include <utility>
 #include <vector>
 
@@ -65,10 +64,11 @@ class Generator {
   // (for gpt heads and gpt serve's /inspect; an append to one sequence only); positions after each
   // query are zero. Turning it off frees them.
   void set_capture_attention(bool capture);
-  // On: each step's team of threads shrinks to the cores other processes leave free, so that a
-  // busy machine does not stall it at every barrier (gpt sample and gpt serve; core/team_sizer.h).
-  // Off (the default): every step uses OpenMP's thread count. Either way, the same bits.
-  void set_fit_threads_to_load(bool on);
+  // With a sizer, each step's team of threads shrinks to the cores other processes leave free, so
+  // that a busy machine does not stall it at every barrier (gpt sample and gpt serve, whose sizer
+  // outlives the generator; core/team_sizer.h). Null (the default): every step uses OpenMP's
+  // thread count. Either way, the same bits.
+  void set_team_sizer(TeamSizer* sizer) { team_sizer_ = sizer; }
   const std::vector<float>& captured_attention() const { return captured_; }
   std::vector<float> take_captured_attention() { return std::move(captured_); }
 
@@ -94,7 +94,7 @@ class Generator {
   std::vector<int32_t> row_previous_;    // per row of an append: the token before it, -1 at position 0
   int64_t append_count_ = 0;
   bool capture_ = false;
-  std::optional<TeamSizer> team_sizer_;
+  TeamSizer* team_sizer_ = nullptr;
   std::vector<float> captured_;
 };
 

@@ -44,7 +44,7 @@ BatchEngine::BatchEngine(Gpt& model, const Vocab& vocab, EngineOptions options)
       generator_(model, options.slots + 1),
       inspector_(model, generator_, options.slots, options.max_inspect_attention) {
   GPT_CHECK(options.slots >= 1 && options.max_waiting >= 0 && options.step_rows >= 1, "engine sizes");
-  generator_.set_fit_threads_to_load(true);
+  generator_.set_team_sizer(&team_sizer_);
   for (int64_t s = 0; s < options.slots; ++s) slots_.push_back(std::make_unique<Slot>());
   log_probs_.resize(static_cast<std::size_t>(model.config().vocab_size));
   order_.resize(log_probs_.size());

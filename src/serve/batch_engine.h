@@ -92,7 +92,8 @@ class BatchEngine {
   Gpt& model_;
   const Vocab& vocab_;
   const EngineOptions options_;
-  Generator generator_;  // sequences 0 .. slots-1: the slots; sequence `slots`: the inspector's
+  TeamSizer team_sizer_;  // before the generator that points to it
+  Generator generator_;   // sequences 0 .. slots-1: the slots; sequence `slots`: the inspector's
   Inspector inspector_;
   std::vector<std::unique_ptr<Slot>> slots_;
   // Scratch of the engine thread, reused from step to step.
