@@ -31,12 +31,12 @@ struct Range {
   int64_t size() const { return end - begin; }
 };
 
-// The calling thread's part of [0, count) in whole granules: the same split on every call, so
-// each thread keeps reading the same slice of every weight matrix (it stays in its own cache).
-Range my_share(int64_t count, int64_t granule) {
-  const int64_t t = omp_get_thread_num(), threads = omp_get_num_threads();
+// Thread `thread`'s part of [0, count) in whole granules, of a team of `team`: the same split on
+// every call, so each thread keeps reading the same slice of every weight matrix (it stays in its
+// own cache).
+Range share_of(int64_t count, int64_t granule, int64_t thread, int64_t team) {
   const int64_t units = (count + granule - 1) / granule;
-  return {std::min(count, units * t / threads * granule), std::min(count, units * (t + 1) / threads * granule)};
+  return {std::min(count, units * thread / team * granule), std::min(count, units * (thread + 1) / team * granule)};
 }
 
 // Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null), by the prepacked GEMM
@@ -52,14 +52,6 @@ void linear_tile(const float* x, Range rows, Range cols, const Tensor& w, const 
       std::memcpy(y + r * N + cols.begin, bias + cols.begin, cols.size() * sizeof(float));
   gemm_prepacked_columns(rows.size(), x + rows.begin * K, K, packed, cols.begin, cols.end, y + rows.begin * N, N,
                          bias != nullptr);
-}
-
-// This thread's columns of all `rows` rows of y = x W^T + b; returns them.
-Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
-                  float* y) {
-  const Range cols = my_share(w.shape[0], packed.nr());
-  linear_tile(x, {0, rows}, cols, w, packed, bias, y);
-  return cols;
 }
 
 // This thread's rows `own` (of a step of many rows), all columns.
@@ -152,9 +144,20 @@ class Generator::StepExecutor {
 
   int64_t position(int64_t r) const { return b_.row_position[r]; }
 
+  // This thread's part of [0, count) in whole granules.
+  Range my_share(int64_t count, int64_t granule = 1) const { return share_of(count, granule, thread_, team_); }
+
+  // This thread's columns of all `rows` rows of y = x W^T + b; returns them.
+  Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
+                    float* y) const {
+    const Range cols = my_share(w.shape[0], packed.nr());
+    linear_tile(x, {0, rows}, cols, w, packed, bias, y);
+    return cols;
+  }
+
   // In the tape's order of additions: (token + position) + bigram.
   Value embed(const Tensor& wte, const Tensor& wpe, const Tensor& wbe) {
-    const Range own = my_share(b_.rows, 1);
+    const Range own = my_share(b_.rows);
     for (int64_t r = own.begin; r < own.end; ++r) {
       float* x = b_.x + r * C_;
       const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
@@ -179,7 +182,7 @@ class Generator::StepExecutor {
     const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
     if (by_rows(x.rows)) {
       wait_for(x, x.rows);
-      const Range own = my_share(x.rows, 1);
+      const Range own = my_share(x.rows);
       norm_forward(norm.kind, x.data + own.begin * C_, norm.weight.data, norm.bias.data, normed + own.begin * C_, mean,
                    rstd, own.size(), C_);
       rows_linear(normed, own, linear.weight, packed, linear.bias.data, out);
@@ -200,7 +203,7 @@ class Generator::StepExecutor {
       cols = {std::max(v_begin, qkv.cols.begin), std::min(width, qkv.cols.end)};
     } else {
       GPT_CHECK(qkv.share == Share::rows, "value embeddings of q|k|v shared by rows or columns");
-      rows = my_share(qkv.rows, 1);
+      rows = my_share(qkv.rows);
     }
     for (int64_t r = rows.begin; r < rows.end; ++r) {
       const float* picked = ve.data + static_cast<int64_t>(tokens_[r]) * v_width - v_begin;
@@ -243,7 +246,7 @@ class Generator::StepExecutor {
     const bool trim = last_rows_only_ && layer == c.n_layer - 1 && b_.rows > b_.k;
     float* out = b_.attended;
     float* scratch_scores = b_.scores + thread_ * b_.longest * b_.total;
-    const Range items = my_share(b_.k * KV, 1);
+    const Range items = my_share(b_.k * KV);
     for (int64_t item = items.begin; item < items.end; ++item) {
       const int64_t i_seq = item / KV, kvh = item % KV, s = b_.sequences[i_seq], start = g_.lengths_[s];
       const int64_t first = b_.row_begin[i_seq], n = b_.row_begin[i_seq + 1] - first;
@@ -275,7 +278,7 @@ class Generator::StepExecutor {
     if (by_rows(rows)) {
       wait_for(in, rows);
       wait_for(x, gather_last ? -1 : rows);
-      const Range own = my_share(rows, 1);
+      const Range own = my_share(rows);
       const float* input = in.data;
       if (!is_identity(act)) {
         activation_forward(act, in.data + own.begin * activation_input_width(act, width),
@@ -308,7 +311,7 @@ class Generator::StepExecutor {
       }
     } else {
       GPT_CHECK(logits.share == Share::rows, "softcap of logits shared by rows or columns");
-      const Range own = my_share(logits.rows, 1);
+      const Range own = my_share(logits.rows);
       softcap_forward(logits.data + own.begin * V, logits.data + own.begin * V, own.size() * V, cap);
     }
     return logits;
@@ -321,7 +324,7 @@ class Generator::StepExecutor {
   // on whole rows.
   Range own_rows(const Value& v) {
     wait_for(v, v.rows);
-    return my_share(v.rows, 1);
+    return my_share(v.rows);
   }
 
   // Waits at a barrier unless every element this thread reads of v was written before the last
@@ -357,7 +360,7 @@ class Generator::StepExecutor {
                            in.cols.size());
     } else {
       wait_for(in);
-      const Range own = my_share(in.rows, 1);
+      const Range own = my_share(in.rows);
       activation_forward(act, in.data + own.begin * activation_input_width(act, width),
                          b_.activated + own.begin * width, own.size(), width);
     }
