@@ -61,8 +61,8 @@ Scratch& thread_scratch() {
 // slivers, each `steps` x MR), or is null: op(A) is then read in place (float32 families), from
 // A or, when trans_a, from A^T. The last sliver runs the kernel for just its rows; a ragged last
 // column sliver runs on a local tile. Tiles go A sliver by A sliver (each B sliver of the item
-// streams past one A sliver), or, for a family with b_slivers_outer and packed A, B sliver by B
-// sliver (BLIS's order: the packed A streams past one B sliver).
+// streams past one A sliver), or, for a family with b_slivers_outer, B sliver by B sliver (BLIS's
+// order: A, packed or in place, streams past one B sliver).
 template <typename Packed>
 void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const float* A, int64_t lda, int64_t p0,
                     const Packed* packed_a, const Packed* packed_b, int64_t kc, int64_t i0, int64_t mc, int64_t j0,
@@ -83,7 +83,7 @@ void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const floa
     micro(steps, a, lda, b, edge, NR, load_c);
     for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
   };
-  if (family.b_slivers_outer && packed_a) {
+  if (family.b_slivers_outer) {
     for (int64_t jr = j0; jr < j0 + nc; jr += NR)
       for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
   } else {

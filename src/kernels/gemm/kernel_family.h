@@ -105,10 +105,10 @@ struct KernelFamily {
   MicroKernels<Packed> columns_a;  // ARead::columns: op(A) = A^T
   PackA<Packed> pack_a;
   PackB<Packed> pack_b;
-  // With packed A, a work item's tiles go B sliver by B sliver (BLIS's order): one KC x NR sliver of
-  // B stays in L1 while the item's packed A streams from L2, so the item's B block need not fit in
-  // L2 (a 384-column weight gradient's is 384 KiB: more than half a Zen 3 core's L2). Else A
-  // sliver by A sliver, the item's B block in L2.
+  // A work item's tiles go B sliver by B sliver (BLIS's order): one KC x NR sliver of B stays in L1
+  // while the item's A (packed, or its MC rows in place) streams from L2, so the item's B block need
+  // not fit in L2 (a 384-column weight gradient's is 384 KiB: more than half a Zen 3 core's L2; a
+  // 1152-column forward's 1.1 MiB). Else A sliver by A sliver, the item's B block in L2.
   bool b_slivers_outer = false;
   RowDots row_dots = nullptr;  // float32 families: the dot products of a one-row product
 
