@@ -168,8 +168,9 @@ void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end
     const int64_t packs = (p_end - p_begin + block_values - 1) / block_values * slivers;
     // The thread's share of (K block, sliver) packs, a run of consecutive slivers per call: an
     // untransposed B is then read along its lines, not across them.
-    const int64_t last = packs * (thread + 1) / team;
-    for (int64_t s = packs * thread / team; s < last;) {
+    const IndexRange my_packs = contiguous_share(packs, thread, team);
+    const int64_t last = my_packs.end;
+    for (int64_t s = my_packs.begin; s < last;) {
       const int64_t p0 = p_begin + s / slivers * block_values, j = s % slivers * NR;
       const int64_t kc = std::min(block_values, p_end - p0), run = std::min(last - s, slivers - s % slivers);
       family.pack_b(NR, p.trans_b, p.B, p.ldb, p0, kc, j, std::min(run * NR, p.N - j),
@@ -191,15 +192,15 @@ void run_k_chunk(const BlockedProduct<Packed>& p, int64_t p_begin, int64_t p_end
     multiply_block(family, p.trans_a, p.A, p.lda, p0, a_rows, block_b(p0), kc, i0, mc, j0, nc, p.C, p.ldc,
                    p.accumulate || p0 > 0);
   };
-  const int64_t first_item = split.items * thread / team, end_item = split.items * (thread + 1) / team;
+  const IndexRange items = contiguous_share(split.items, thread, team);
   if (p.trans_a) {
     // A^T (a weight gradient's dy^T: K = tokens) holds an item's rows of A as short pieces of
     // long lines of k: block by block, the thread's items read each line's pieces one after
     // another, their tiles of C staying in L2.
     for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values)
-      for (int64_t item = first_item; item < end_item; ++item) run(item, p0);
+      for (int64_t item = items.begin; item < items.end; ++item) run(item, p0);
   } else {
-    for (int64_t item = first_item; item < end_item; ++item)
+    for (int64_t item = items.begin; item < items.end; ++item)
       for (int64_t p0 = p_begin; p0 < p_end; p0 += block_values) run(item, p0);
   }
 }

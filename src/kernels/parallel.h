@@ -44,11 +44,21 @@ inline constexpr int64_t kParallelMinMatVec = int64_t{1} << 14;
 // row of it, and each block is written by one thread (no atomics, thread-count independent).
 inline constexpr int64_t kColumnBlock = 64;
 inline int64_t column_blocks(int64_t columns) { return (columns + kColumnBlock - 1) / kColumnBlock; }
-struct ColumnRange {
+struct IndexRange {
   int64_t begin, end;
+  int64_t size() const { return end - begin; }
 };
-inline ColumnRange column_block(int64_t block, int64_t columns) {
+inline IndexRange column_block(int64_t block, int64_t columns) {
   return {block * kColumnBlock, std::min(columns, (block + 1) * kColumnBlock)};
+}
+
+// Thread `thread`'s contiguous part of [0, count), of a team of `team`, in whole granules (the
+// last one may be short): the same split on every call, so a thread that runs the same loop again
+// reads the same slice of its operands (still in its own cache), and the parts depend on the team's
+// size only, never on timing.
+inline IndexRange contiguous_share(int64_t count, int64_t thread, int64_t team, int64_t granule = 1) {
+  const int64_t units = (count + granule - 1) / granule;
+  return {std::min(count, units * thread / team * granule), std::min(count, units * (thread + 1) / team * granule)};
 }
 
 }  // namespace gpt

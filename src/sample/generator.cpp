@@ -26,25 +26,12 @@ namespace {
 // (not a function of the thread count), so which arithmetic a row gets never depends on it.
 constexpr int64_t kRowSplitMin = 16;
 
-struct Range {
-  int64_t begin, end;
-  int64_t size() const { return end - begin; }
-};
-
-// Thread `thread`'s part of [0, count) in whole granules, of a team of `team`: the same split on
-// every call, so each thread keeps reading the same slice of every weight matrix (it stays in its
-// own cache).
-Range share_of(int64_t count, int64_t granule, int64_t thread, int64_t team) {
-  const int64_t units = (count + granule - 1) / granule;
-  return {std::min(count, units * thread / team * granule), std::min(count, units * (thread + 1) / team * granule)};
-}
-
 // Rows `rows` x columns `cols` of y[., N] = x[., K] W^T + b (b may be null), by the prepacked GEMM
 // whatever the number of rows: a row's arithmetic is the same in a step of one row as in a batch of
 // many (the GEMM's partial tiles run the same micro-kernel), so a sequence's text does not depend
 // on which other sequences share its steps, nor on which thread computes the tile.
-void linear_tile(const float* x, Range rows, Range cols, const Tensor& w, const PackedMatrix& packed, const float* bias,
-                 float* y) {
+void linear_tile(const float* x, IndexRange rows, IndexRange cols, const Tensor& w, const PackedMatrix& packed,
+                 const float* bias, float* y) {
   const int64_t N = w.shape[0], K = w.shape[1];
   if (rows.size() == 0 || cols.size() == 0) return;
   if (bias)
@@ -55,7 +42,8 @@ void linear_tile(const float* x, Range rows, Range cols, const Tensor& w, const 
 }
 
 // This thread's rows `own` (of a step of many rows), all columns.
-void rows_linear(const float* x, Range own, const Tensor& w, const PackedMatrix& packed, const float* bias, float* y) {
+void rows_linear(const float* x, IndexRange own, const Tensor& w, const PackedMatrix& packed, const float* bias,
+                 float* y) {
   linear_tile(x, own, {0, w.shape[0]}, w, packed, bias, y);
 }
 
@@ -128,8 +116,8 @@ class Generator::StepExecutor {
     float* data;
     int64_t rows;
     Share share;
-    int64_t epoch;  // the barrier count when it was written
-    Range cols;     // this thread's columns, when shared by columns
+    int64_t epoch;    // the barrier count when it was written
+    IndexRange cols;  // this thread's columns, when shared by columns
   };
 
   StepExecutor(Generator& g, const Buffers& b, const int32_t* tokens, bool last_rows_only, TeamBarrier& barrier)
@@ -145,19 +133,21 @@ class Generator::StepExecutor {
   int64_t position(int64_t r) const { return b_.row_position[r]; }
 
   // This thread's part of [0, count) in whole granules.
-  Range my_share(int64_t count, int64_t granule = 1) const { return share_of(count, granule, thread_, team_); }
+  IndexRange my_share(int64_t count, int64_t granule = 1) const {
+    return contiguous_share(count, thread_, team_, granule);
+  }
 
   // This thread's columns of all `rows` rows of y = x W^T + b; returns them.
-  Range team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
-                    float* y) const {
-    const Range cols = my_share(w.shape[0], packed.nr());
+  IndexRange team_linear(const float* x, int64_t rows, const Tensor& w, const PackedMatrix& packed, const float* bias,
+                         float* y) const {
+    const IndexRange cols = my_share(w.shape[0], packed.nr());
     linear_tile(x, {0, rows}, cols, w, packed, bias, y);
     return cols;
   }
 
   // In the tape's order of additions: (token + position) + bigram.
   Value embed(const Tensor& wte, const Tensor& wpe, const Tensor& wbe) {
-    const Range own = my_share(b_.rows);
+    const IndexRange own = my_share(b_.rows);
     for (int64_t r = own.begin; r < own.end; ++r) {
       float* x = b_.x + r * C_;
       const float* token = wte.data + static_cast<int64_t>(tokens_[r]) * C_;
@@ -182,7 +172,7 @@ class Generator::StepExecutor {
     const PackedMatrix& packed = g_.packed_[static_cast<std::size_t>(linear.index)];
     if (by_rows(x.rows)) {
       wait_for(x, x.rows);
-      const Range own = my_share(x.rows);
+      const IndexRange own = my_share(x.rows);
       norm_forward(norm.kind, x.data + own.begin * C_, norm.weight.data, norm.bias.data, normed + own.begin * C_, mean,
                    rstd, own.size(), C_);
       rows_linear(normed, own, linear.weight, packed, linear.bias.data, out);
@@ -190,7 +180,7 @@ class Generator::StepExecutor {
     }
     wait_for(x);
     norm_forward(norm.kind, x.data, norm.weight.data, norm.bias.data, normed, mean, rstd, x.rows, C_);
-    const Range cols = team_linear(normed, x.rows, linear.weight, packed, linear.bias.data, out);
+    const IndexRange cols = team_linear(normed, x.rows, linear.weight, packed, linear.bias.data, out);
     return {out, x.rows, Share::columns, epoch_, cols};
   }
 
@@ -198,7 +188,7 @@ class Generator::StepExecutor {
   Value value_embed(const Value& qkv, const Tensor& ve) {
     const GptConfig& c = g_.model_.config();
     const int64_t v_begin = c.v_column(), v_width = c.kv_width(), width = c.qkv_width();
-    Range rows{0, qkv.rows}, cols{v_begin, width};
+    IndexRange rows{0, qkv.rows}, cols{v_begin, width};
     if (qkv.share == Share::columns) {
       cols = {std::max(v_begin, qkv.cols.begin), std::min(width, qkv.cols.end)};
     } else {
@@ -214,7 +204,7 @@ class Generator::StepExecutor {
 
   // Weightless RMSNorm of each q and k head of this thread's rows, in place.
   Value qk_norm(const Value& qkv) {
-    const Range own = own_rows(qkv);
+    const IndexRange own = own_rows(qkv);
     const GptConfig& c = g_.model_.config();
     const int64_t hs = c.head_size(), width = c.qkv_width();
     float* rows = qkv.data + own.begin * width;
@@ -225,7 +215,7 @@ class Generator::StepExecutor {
   // RoPE on each q and k head of this thread's rows, in place, at each row's position in its
   // sequence (the cache holds rotated keys).
   Value rope(const Value& qkv) {
-    const Range own = own_rows(qkv);
+    const IndexRange own = own_rows(qkv);
     const GptConfig& c = g_.model_.config();
     const int64_t width = c.qkv_width();
     for (int64_t r = own.begin; r < own.end; ++r) {
@@ -246,7 +236,7 @@ class Generator::StepExecutor {
     const bool trim = last_rows_only_ && layer == c.n_layer - 1 && b_.rows > b_.k;
     float* out = b_.attended;
     float* scratch_scores = b_.scores + thread_ * b_.longest * b_.total;
-    const Range items = my_share(b_.k * KV);
+    const IndexRange items = my_share(b_.k * KV);
     for (int64_t item = items.begin; item < items.end; ++item) {
       const int64_t i_seq = item / KV, kvh = item % KV, s = b_.sequences[i_seq], start = g_.lengths_[s];
       const int64_t first = b_.row_begin[i_seq], n = b_.row_begin[i_seq + 1] - first;
@@ -278,7 +268,7 @@ class Generator::StepExecutor {
     if (by_rows(rows)) {
       wait_for(in, rows);
       wait_for(x, gather_last ? -1 : rows);
-      const Range own = my_share(rows);
+      const IndexRange own = my_share(rows);
       const float* input = in.data;
       if (!is_identity(act)) {
         activation_forward(act, in.data + own.begin * activation_input_width(act, width),
@@ -296,7 +286,7 @@ class Generator::StepExecutor {
     }
     wait_for(in);
     wait_for(x);
-    const Range cols = team_linear(input, rows, linear.weight, packed, linear.bias.data, b_.projected);
+    const IndexRange cols = team_linear(input, rows, linear.weight, packed, linear.bias.data, b_.projected);
     add_rows(x.data, gather_last, {0, rows}, cols, x_out);
     return {x_out, rows, Share::columns, epoch_, cols};
   }
@@ -311,7 +301,7 @@ class Generator::StepExecutor {
       }
     } else {
       GPT_CHECK(logits.share == Share::rows, "softcap of logits shared by rows or columns");
-      const Range own = my_share(logits.rows);
+      const IndexRange own = my_share(logits.rows);
       softcap_forward(logits.data + own.begin * V, logits.data + own.begin * V, own.size() * V, cap);
     }
     return logits;
@@ -322,7 +312,7 @@ class Generator::StepExecutor {
 
   // This thread's rows of v (waiting first unless it wrote them itself), for a step that works
   // on whole rows.
-  Range own_rows(const Value& v) {
+  IndexRange own_rows(const Value& v) {
     wait_for(v, v.rows);
     return my_share(v.rows);
   }
@@ -360,7 +350,7 @@ class Generator::StepExecutor {
                            in.cols.size());
     } else {
       wait_for(in);
-      const Range own = my_share(in.rows);
+      const IndexRange own = my_share(in.rows);
       activation_forward(act, in.data + own.begin * activation_input_width(act, width),
                          b_.activated + own.begin * width, own.size(), width);
     }
@@ -369,7 +359,7 @@ class Generator::StepExecutor {
 
   // x_out[r][cols] = x[source row][cols] + projected[r][cols]; the source row is sequence r's
   // last row when gathering, r itself otherwise.
-  void add_rows(const float* x, bool gather_last, Range rows, Range cols, float* x_out) const {
+  void add_rows(const float* x, bool gather_last, IndexRange rows, IndexRange cols, float* x_out) const {
     for (int64_t r = rows.begin; r < rows.end; ++r) {
       const float* source = x + (gather_last ? b_.row_begin[r + 1] - 1 : r) * C_;
       for (int64_t j = cols.begin; j < cols.end; ++j) x_out[r * C_ + j] = source[j] + b_.projected[r * C_ + j];
