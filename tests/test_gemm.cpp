@@ -198,6 +198,27 @@ TEST(Gemm, EveryFloat32KernelGivesTheSameBits) {
   expect_every_kernel_gives_the_same_bits(Dtype::float32, kOddShapes, 1.0f);
 }
 
+// From kPackedTransposedAMinK on, A^T is packed also by the families that read it in place at
+// shorter K (partial slivers of every MR, a short last K block): every kernel's bits against one
+// fused multiply-add per k in k order, the float32 arithmetic every family runs, written here
+// without any of the packing code the kernels share.
+TEST(Gemm, EveryFloat32KernelGivesSequentialFmaBitsWithALongK) {
+  static_assert(gemm_detail::kPackedTransposedAMinK <= 4100);
+  const Case c{50, 70, 4100};
+  const auto A = random_vector(c.M * c.K, 7), B = random_vector(c.K * c.N, 8), C0 = random_vector(c.M * c.N, 9);
+  for (int ta = 0; ta < 2; ++ta) {
+    std::vector<float> expected = C0;
+    for (int64_t i = 0; i < c.M; ++i)
+      for (int64_t j = 0; j < c.N; ++j)
+        for (int64_t k = 0; k < c.K; ++k)
+          expected[i * c.N + j] = std::fma(ta ? A[k * c.M + i] : A[i * c.K + k], B[k * c.N + j], expected[i * c.N + j]);
+    for (const char* kernel : gemm_kernels(Dtype::float32)) {
+      const ForcedKernelScope forced(Dtype::float32, kernel);
+      EXPECT_TRUE(same_bits(run(ta, false, c, A, B, C0, true), expected)) << kernel << " ta=" << ta;
+    }
+  }
+}
+
 // A matrix stored transposed is the same matrix: a kernel reads op(A) in place in either storage
 // order (float32: ARead::rows or ARead::columns) or packs it, and every element's sum runs in the
 // same k order, so storing either operand transposed, or with a wider leading dimension

@@ -83,12 +83,29 @@ void multiply_block(const KernelFamily<Packed>& family, bool trans_a, const floa
     micro(steps, a, lda, b, edge, NR, load_c);
     for (int64_t r = 0; r < rows; ++r) std::memcpy(c + r * ldc, edge + r * NR, cols * sizeof(float));
   };
+  // A tile that adds to C starts its chains from C's values, so the micro-kernel waits for them
+  // (from L2 or further, when a weight gradient's C is revisited once per K block): the next tile's
+  // lines are fetched while this one multiplies.
+  const auto prefetch_c = [&](int64_t ir, int64_t jr) {
+    if (!load_c || ir >= mc || jr >= j0 + nc) return;
+    const int64_t rows = std::min(MR, mc - ir), bytes = std::min(NR, j0 + nc - jr) * int64_t{sizeof(float)};
+    for (int64_t r = 0; r < rows; ++r) {
+      const char* line = reinterpret_cast<const char*>(C + (i0 + ir + r) * ldc + jr);
+      for (int64_t offset = 0; offset < bytes; offset += 64) __builtin_prefetch(line + offset, 1);
+    }
+  };
   if (family.b_slivers_outer) {
     for (int64_t jr = j0; jr < j0 + nc; jr += NR)
-      for (int64_t ir = 0; ir < mc; ir += MR) tile(ir, jr);
+      for (int64_t ir = 0; ir < mc; ir += MR) {
+        ir + MR < mc ? prefetch_c(ir + MR, jr) : prefetch_c(0, jr + NR);
+        tile(ir, jr);
+      }
   } else {
     for (int64_t ir = 0; ir < mc; ir += MR)
-      for (int64_t jr = j0; jr < j0 + nc; jr += NR) tile(ir, jr);
+      for (int64_t jr = j0; jr < j0 + nc; jr += NR) {
+        jr + NR < j0 + nc ? prefetch_c(ir, jr + NR) : prefetch_c(ir + MR, j0);
+        tile(ir, jr);
+      }
   }
 }
 
@@ -234,7 +251,7 @@ void gemm_blocked(const KernelFamily<Packed>& family, bool trans_a, bool trans_b
       .C = C,
       .ldc = ldc,
       .accumulate = accumulate,
-      .pack_a = !family.reads_a_in_place(trans_a),
+      .pack_a = !family.reads_a_in_place(trans_a, K),
       .packed_b = prepacked ? nullptr : scratch.b.get<Packed>(chunk_blocks * block_bytes / int64_t{sizeof(Packed)}),
       .split = split};
   for (int64_t p_begin = 0; p_begin < K; p_begin += chunk_values) {
@@ -306,7 +323,7 @@ void prepacked_columns(const KernelFamily<Packed>& family, int64_t M, const floa
   for (int64_t p0 = 0; p0 < K; p0 += family.kc_values()) {
     const int64_t kc = std::min(family.kc_values(), K - p0);
     Packed* packed_a = nullptr;
-    if (!family.reads_a_in_place(false)) {
+    if (!family.reads_a_in_place(false, K)) {
       packed_a = thread_scratch().a.get<Packed>((M + MR - 1) / MR * MR * family.steps(kc));
       family.pack_a(MR, false, A, lda, 0, M, p0, kc, packed_a);
     }

@@ -50,10 +50,11 @@ constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
   return {&micro_kernel<static_cast<int>(R) + 1, kRead>...};
 }
 
+// kMR (the family's MR): A^T's copies compile for 12 rows.
 template <bool kRounded>
 GPT_TARGET_AVX512F void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc,
                                int64_t p0, int64_t kc, float* out) {
-  if (trans_a) return pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  if (trans_a) return pack_a_floats<kRounded>(kMR, trans_a, A, lda, i0, mc, p0, kc, out);
   const int64_t steps = float_steps<kRounded>(kc);
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps)
     avx512::pack_float_lines<kRounded>(MR, A + (i0 + ir) * lda, lda, std::min(MR, mc - ir), p0, kc, out);

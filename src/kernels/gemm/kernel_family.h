@@ -39,6 +39,11 @@ inline constexpr int64_t kMaxTile = 16 * 64;  // MR x NR of the largest register
 // fits in L2 the swap measured slower, and a long K is where it was measured faster
 // (docs/benchmarks.md), hence both bounds.
 inline constexpr int64_t kTransposedMinK = 4096;
+// A^T read in place puts a tile's k steps on lines lda floats apart, which share a few of L1's sets
+// when lda is a multiple of 128 or 512 bytes: with K = 768 (the CPU recipe's weight gradients) the
+// in-place read was faster on Sapphire Rapids, with K = 16384 (the 10.7M recipe's) packing was,
+// so from a long K on A^T is packed even by a family that can read it in place.
+inline constexpr int64_t kPackedTransposedAMinK = 4096;
 inline constexpr int64_t kL2PackedBytes = int64_t{1} << 20;
 inline constexpr bool runs_transposed(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K) {
   return trans_a && !trans_b && M < N && K >= kTransposedMinK && KC * N * int64_t{sizeof(float)} > kL2PackedBytes;
@@ -129,7 +134,9 @@ struct KernelFamily {
   int64_t kc_values() const { return std::is_same_v<Packed, float> ? KC : 2 * KC; }
   // The kernels that read op(A) in place for this storage order of A (empty: A is packed).
   const MicroKernels<Packed>& in_place_a(bool trans_a) const { return trans_a ? columns_a : direct_a; }
-  bool reads_a_in_place(bool trans_a) const { return in_place_a(trans_a)[0] != nullptr; }
+  bool reads_a_in_place(bool trans_a, int64_t K) const {
+    return in_place_a(trans_a)[0] != nullptr && !(trans_a && K >= kPackedTransposedAMinK);
+  }
 };
 
 // The families (each defined in its own file). The float32 ones multiply float32 inputs; the

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/bfloat16.h"
 #include "kernels/cpu_features.h"
@@ -31,27 +32,42 @@ GPT_ALWAYS_INLINE void pack_a_floats(int64_t MR, bool trans_a, const float* A, i
                                      int64_t p0, int64_t kc, float* out) {
   const auto value = [](float x) { return kRounded ? round_through_bfloat16(x) : x; };
   const int64_t steps = float_steps<kRounded>(kc);
+  if (trans_a) {
+    // A stored [K, M]: each k is a contiguous run of the block's rows, read once for all its
+    // slivers. Sliver by sliver, each of the kc stored rows would be fetched once per sliver, and
+    // rows lda floats apart (a multiple of 128 or 512 bytes) share a few of L1's sets.
+    for (int64_t k = 0; k < kc; ++k) {
+      const float* src = A + (p0 + k) * lda + i0;
+      int64_t ir = 0;
+      for (; ir + MR <= mc; ir += MR) {
+        float* dst = out + ir * steps + k * MR;
+        // memcpy: a plain loop here compiled with aliasing checks around every 6 or 12 floats.
+        if constexpr (kRounded) {
+          for (int64_t r = 0; r < MR; ++r) dst[r] = value(src[ir + r]);
+        } else {
+          std::memcpy(dst, src + ir, MR * sizeof(float));
+        }
+      }
+      for (int64_t r = 0; ir < mc && r < MR; ++r)
+        out[ir * steps + k * MR + r] = ir + r < mc ? value(src[ir + r]) : 0.0f;
+    }
+    for (int64_t ir = 0; ir < mc; ir += MR)
+      for (int64_t i = kc * MR; i < steps * MR; ++i) out[ir * steps + i] = 0.0f;
+    return;
+  }
+  // A stored [M, K]: each row is contiguous in k. Transpose in 8 x 8 tiles.
+  constexpr int64_t kTile = 8;
   for (int64_t ir = 0; ir < mc; ir += MR, out += MR * steps) {
     const int64_t rows = std::min(MR, mc - ir);
-    if (trans_a) {  // A stored [K, M]: each k is a contiguous run of rows
-      for (int64_t k = 0; k < kc; ++k) {
-        const float* src = A + (p0 + k) * lda + i0 + ir;
-        float* dst = out + k * MR;
-        for (int64_t r = 0; r < rows; ++r) dst[r] = value(src[r]);
-        for (int64_t r = rows; r < MR; ++r) dst[r] = 0.0f;
-      }
-    } else {  // A stored [M, K]: each row is contiguous in k. Transpose in 8 x 8 tiles.
-      constexpr int64_t kTile = 8;
-      const float* rows_begin = A + (i0 + ir) * lda + p0;
-      for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
-        const int64_t kn = std::min(kTile, kc - k0);
-        for (int64_t r0 = 0; r0 < MR; r0 += kTile)
-          for (int64_t k = 0; k < kn; ++k) {
-            float* dst = out + (k0 + k) * MR + r0;
-            for (int64_t r = 0; r < std::min(kTile, MR - r0); ++r)
-              dst[r] = r0 + r < rows ? value(rows_begin[(r0 + r) * lda + k0 + k]) : 0.0f;
-          }
-      }
+    const float* rows_begin = A + (i0 + ir) * lda + p0;
+    for (int64_t k0 = 0; k0 < kc; k0 += kTile) {
+      const int64_t kn = std::min(kTile, kc - k0);
+      for (int64_t r0 = 0; r0 < MR; r0 += kTile)
+        for (int64_t k = 0; k < kn; ++k) {
+          float* dst = out + (k0 + k) * MR + r0;
+          for (int64_t r = 0; r < std::min(kTile, MR - r0); ++r)
+            dst[r] = r0 + r < rows ? value(rows_begin[(r0 + r) * lda + k0 + k]) : 0.0f;
+        }
     }
     for (int64_t i = kc * MR; i < steps * MR; ++i) out[i] = 0.0f;
   }

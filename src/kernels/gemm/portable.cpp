@@ -38,10 +38,11 @@ constexpr MicroKernels<float> kernels(std::index_sequence<R...>) {
   return {&micro_kernel<static_cast<int>(R) + 1, kRead, kFlush>...};
 }
 
+// kMR, the family's MR, so that the copies compile for 6 rows.
 template <bool kRounded>
-void pack_a(int64_t MR, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
+void pack_a(int64_t, bool trans_a, const float* A, int64_t lda, int64_t i0, int64_t mc, int64_t p0, int64_t kc,
             float* out) {
-  pack_a_floats<kRounded>(MR, trans_a, A, lda, i0, mc, p0, kc, out);
+  pack_a_floats<kRounded>(kMR, trans_a, A, lda, i0, mc, p0, kc, out);
 }
 template <bool kRounded>
 void pack_b(int64_t NR, bool trans_b, const float* B, int64_t ldb, int64_t p0, int64_t kc, int64_t j, int64_t cols,
